@@ -1,0 +1,29 @@
+// Sizes, rates and durations as people write them ("4MiB", "100MiB/s", "2ms"),
+// parsed strictly and printed in IEC units.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/result.hh"
+
+namespace prewarmd {
+
+// Bytes. Units: B, KiB..PiB and K..P (powers of 1024), kB..PB (powers of 1000);
+// case-insensitive; a fraction is allowed when the result is a whole number of bytes.
+Result<uint64_t> parse_size(std::string_view text);
+
+// Bytes per second: a size followed by "/s" ("100MiB/s").
+Result<uint64_t> parse_rate(std::string_view text);
+
+// Units: ns, us, ms, s, min; a bare number is refused (no unit to guess).
+Result<std::chrono::nanoseconds> parse_duration(std::string_view text);
+
+// "4.00 MiB", "512 B".
+std::string format_size(uint64_t bytes);
+// "120.5 MiB/s".
+std::string format_rate(double bytes_per_s);
+
+} // namespace prewarmd

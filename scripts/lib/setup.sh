@@ -1,0 +1,47 @@
+# Shared by scripts/test and scripts/demo: install what is missing, build.
+# Quiet when there is nothing to do; on failure, shows the log that explains it.
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+die() {
+    echo "$(basename "$0"): $*" >&2
+    exit 1
+}
+
+# Installs the packages of scripts/apt-packages.txt that are not installed yet.
+ensure_packages() {
+    local -a wanted=() missing=()
+    mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' \
+        "$root/scripts/apt-packages.txt")
+    local p
+    for p in "${wanted[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$p")
+    done
+    ((${#missing[@]})) || return 0
+    [[ $(id -u) == 0 ]] || die "missing packages: ${missing[*]} (run as root to install them)"
+    echo "Installing ${missing[*]}"
+    local log
+    log=$(mktemp)
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+        >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        die "apt-get could not install ${missing[*]}"
+    fi
+    rm -f "$log"
+}
+
+# Configures (once) and builds a CMake preset: release by default, into build/.
+build() {
+    local preset=${1:-release} log
+    log=$(mktemp)
+    if ! { cmake --preset "$preset" -S "$root" && cmake --build --preset "$preset"; } \
+        >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        die "the build failed"
+    fi
+    rm -f "$log"
+}

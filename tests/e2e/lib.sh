@@ -1,0 +1,67 @@
+# Sourced by every end-to-end test: preconditions, a private simulator, cleanup of
+# everything the test made (also when it fails), and checks that say what they saw.
+set -euo pipefail
+
+: "${PREWARMD_BIN:?set by ctest to the bin directory of the build}"
+: "${PREWARMD_SRC:?set by ctest: the source tree}"
+export COWSIM=$PREWARMD_BIN/cowsim
+simdisk=$PREWARMD_SRC/scripts/simdisk
+
+# A precondition this machine lacks: skipped only where skipping is allowed.
+cannot_run() {
+    if [[ ${PREWARMD_ALLOW_SKIP:-0} == 1 ]]; then
+        echo "SKIP: $*"
+        exit 77
+    fi
+    echo "FAIL: cannot run here: $* (PREWARMD_ALLOW_SKIP=1 skips instead)" >&2
+    exit 1
+}
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+pass() { echo "ok: $*"; }
+
+check_eq() { # ACTUAL EXPECTED WHAT
+    [[ $1 == "$2" ]] || fail "$3: expected $2, got $1"
+    pass "$3 ($1)"
+}
+
+check_ge() { # ACTUAL MINIMUM WHAT
+    awk -v a="$1" -v m="$2" 'BEGIN { exit !(a >= m) }' || fail "$3: expected at least $2, got $1"
+    pass "$3 ($1 >= $2)"
+}
+
+require_devices() {
+    [[ $(id -u) == 0 ]] || cannot_run "needs root for loop devices and FUSE"
+    [[ -c /dev/fuse ]] || cannot_run "no /dev/fuse"
+    [[ -c /dev/loop-control ]] || cannot_run "no /dev/loop-control (loop module)"
+    local tool
+    for tool in losetup jq dd cmp blockdev; do
+        command -v "$tool" >/dev/null || cannot_run "no $tool"
+    done
+    [[ -x $COWSIM ]] || fail "no cowsim at $COWSIM"
+}
+
+TEST_DIR=$(mktemp -d /var/tmp/prewarmd-e2e.XXXXXX)
+SIM=$TEST_DIR/sim
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    "$simdisk" down --state "$SIM" >&2 || rc=1
+    rm -rf "$TEST_DIR"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+# Starts a simulator for this test; arguments go to `simdisk up`.
+sim_up() { "$simdisk" up --state "$SIM" "$@" >"$TEST_DIR/devices"; }
+sim_down() { "$simdisk" down --state "$SIM"; }
+dev_of() { awk -v n="$1" '$1 == n { print $2 }' "$TEST_DIR/devices"; }
+stat_of() { jq -r --arg d "$1" ".disks[\$d].$2" "$SIM/mnt/.stats"; }
+control() { printf '%s\n' "$*" >"$SIM/mnt/.control"; }

@@ -1,0 +1,335 @@
+#include "cow_disk.hh"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "base/io.hh"
+#include "base/units.hh"
+
+namespace cowsim {
+
+using prewarmd::Error;
+using prewarmd::Result;
+using prewarmd::UniqueFd;
+
+namespace {
+constexpr uint64_t max_block_bytes = 64ULL * 1024 * 1024;
+}
+
+CowDisk::CowDisk(const DiskConfig& config, Backend& backend, UniqueFd store, UniqueFd parent)
+    : m_config(config), m_backend(backend), m_store(std::move(store)), m_parent(std::move(parent)),
+      m_blocks_total((config.size_bytes + config.block_bytes - 1) / config.block_bytes),
+      m_allocated((m_blocks_total + 63) / 64), m_stripes(new Stripe[stripe_count]) {}
+
+Result<std::unique_ptr<CowDisk>> CowDisk::open(const DiskConfig& config, Backend& backend) {
+    const auto fail = [&](const std::string& what) {
+        return Error{-EINVAL, "disk " + config.name + ": " + what};
+    };
+    if (config.size_bytes == 0 || config.size_bytes % sector_bytes != 0)
+        return fail("size must be a positive multiple of 512 bytes");
+    if (config.block_bytes < 4096 || config.block_bytes % 4096 != 0 ||
+        config.block_bytes > max_block_bytes)
+        return fail("block size must be a multiple of 4 KiB between 4 KiB and 64 MiB, not " +
+                    prewarmd::format_size(config.block_bytes));
+    if (config.store_path.empty())
+        return fail("no store file");
+    if (config.store_path == config.parent_path)
+        return fail("the parent image cannot be the disk's own store");
+
+    UniqueFd store(::open(config.store_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!store)
+        return prewarmd::errno_error("disk " + config.name + ": open store " + config.store_path);
+    struct stat st {};
+    if (::fstat(store.get(), &st) < 0)
+        return prewarmd::errno_error("disk " + config.name + ": stat " + config.store_path);
+    if (!S_ISREG(st.st_mode))
+        return fail("store " + config.store_path + " is not a regular file");
+    const auto store_size = static_cast<uint64_t>(st.st_size);
+    if (store_size == 0) {
+        if (::ftruncate(store.get(), static_cast<off_t>(config.size_bytes)) < 0)
+            return prewarmd::errno_error("disk " + config.name + ": size store " +
+                                         config.store_path);
+    } else if (store_size != config.size_bytes) {
+        return fail("store " + config.store_path + " holds a disk of " +
+                    std::to_string(store_size) + " bytes, not " +
+                    std::to_string(config.size_bytes));
+    }
+
+    UniqueFd parent;
+    if (!config.parent_path.empty()) {
+        parent.reset(::open(config.parent_path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!parent)
+            return prewarmd::errno_error("disk " + config.name + ": open parent " +
+                                         config.parent_path);
+    }
+
+    std::unique_ptr<CowDisk> disk(
+        new CowDisk(config, backend, std::move(store), std::move(parent)));
+    if (auto loaded = disk->load_allocations(); !loaded)
+        return loaded.error();
+    return disk;
+}
+
+// Every allocation writes its whole block, so the store's data extents are exactly
+// the allocated blocks; sector bitmaps are not kept across runs (a block found
+// allocated counts as fully written).
+Result<void> CowDisk::load_allocations() {
+    const auto size = static_cast<off_t>(m_config.size_bytes);
+    off_t pos = 0;
+    uint64_t count = 0;
+    while (pos < size) {
+        const off_t data = ::lseek(m_store.get(), pos, SEEK_DATA);
+        if (data < 0) {
+            if (errno == ENXIO)
+                break;
+            return prewarmd::errno_error("disk " + m_config.name + ": scan store");
+        }
+        off_t hole = ::lseek(m_store.get(), data, SEEK_HOLE);
+        if (hole < 0)
+            return prewarmd::errno_error("disk " + m_config.name + ": scan store");
+        hole = std::min(hole, size);
+        const auto first = static_cast<uint64_t>(data) / m_config.block_bytes;
+        const auto last = (static_cast<uint64_t>(hole) - 1) / m_config.block_bytes;
+        for (uint64_t b = first; b <= last; ++b)
+            if (!is_allocated(b)) {
+                set_allocated(b);
+                ++count;
+            }
+        pos = hole;
+    }
+    m_counters.blocks_allocated = count;
+    m_backend.account_existing(allocated_bytes());
+    return {};
+}
+
+uint64_t CowDisk::block_length(uint64_t block) const {
+    const uint64_t start = block * m_config.block_bytes;
+    return std::min(m_config.block_bytes, m_config.size_bytes - start);
+}
+
+bool CowDisk::is_allocated(uint64_t block) const {
+    return (m_allocated[block / 64].load(std::memory_order_acquire) >> (block % 64)) & 1;
+}
+
+void CowDisk::set_allocated(uint64_t block) {
+    m_allocated[block / 64].fetch_or(uint64_t{1} << (block % 64), std::memory_order_release);
+}
+
+uint64_t CowDisk::allocated_bytes() const {
+    uint64_t blocks = 0;
+    for (const auto& word : m_allocated)
+        blocks += static_cast<uint64_t>(std::popcount(word.load(std::memory_order_relaxed)));
+    uint64_t bytes = blocks * m_config.block_bytes;
+    const uint64_t last = m_blocks_total - 1;
+    if (is_allocated(last))
+        bytes -= m_config.block_bytes - block_length(last);
+    return bytes;
+}
+
+uint64_t CowDisk::unwritten_sectors(uint64_t block) const {
+    auto& s = stripe(block);
+    std::lock_guard lock(s.mutex);
+    const auto it = s.partial.find(block);
+    if (it == s.partial.end())
+        return 0;
+    const uint64_t sectors = block_length(block) / sector_bytes;
+    uint64_t written = 0;
+    for (const auto word : it->second)
+        written += static_cast<uint64_t>(std::popcount(word));
+    return sectors - written;
+}
+
+bool CowDisk::mark_written(Stripe& s, uint64_t block, uint64_t offset, uint64_t len) {
+    const auto it = s.partial.find(block);
+    if (it == s.partial.end())
+        return false;
+    auto& bits = it->second;
+    const uint64_t base = block * m_config.block_bytes;
+    const uint64_t first = (offset - base) / sector_bytes;
+    const uint64_t last = (offset + len - 1 - base) / sector_bytes;
+    bool changed = false;
+    for (uint64_t sector = first; sector <= last; ++sector) {
+        const uint64_t bit = uint64_t{1} << (sector % 64);
+        if (!(bits[sector / 64] & bit)) {
+            bits[sector / 64] |= bit;
+            changed = true;
+        }
+    }
+    const uint64_t sectors = block_length(block) / sector_bytes;
+    uint64_t written = 0;
+    for (const auto word : bits)
+        written += static_cast<uint64_t>(std::popcount(word));
+    if (written == sectors)
+        s.partial.erase(it);
+    return changed;
+}
+
+int CowDisk::fill_from_parent(char* buf, uint64_t len, uint64_t offset) {
+    auto got = prewarmd::pread_full(m_parent.get(), buf, len, offset);
+    if (!got)
+        return -EIO;
+    std::memset(buf + *got, 0, len - *got);
+    return 0;
+}
+
+// The first write to a block writes all of it: the parent's bytes (or zeros) with
+// the new data laid over them, then pays the allocation latency.
+int CowDisk::allocate_block(uint64_t block, const char* data, uint64_t offset, uint64_t len) {
+    const uint64_t base = block * m_config.block_bytes;
+    const uint64_t block_len = block_length(block);
+    if (!m_backend.try_allocate(block_len))
+        return -ENOSPC;
+
+    Backend::Op op(m_backend);
+    uint64_t transferred = block_len;
+    const char* source = data;
+    if (len != block_len) {
+        thread_local std::vector<char> buffer;
+        buffer.resize(block_len);
+        if (m_parent) {
+            if (const int r = fill_from_parent(buffer.data(), block_len, base); r < 0) {
+                m_backend.release_allocation(block_len);
+                return r;
+            }
+            transferred += block_len;
+            m_counters.parent_bytes_read += block_len;
+        } else {
+            std::memset(buffer.data(), 0, block_len);
+        }
+        std::memcpy(buffer.data() + (offset - base), data, len);
+        source = buffer.data();
+    }
+    if (auto written = prewarmd::pwrite_full(m_store.get(), source, block_len, base); !written) {
+        m_backend.release_allocation(block_len);
+        return -EIO;
+    }
+    op.finish(transferred, m_backend.config().alloc_latency);
+
+    if (m_config.sector_bitmap && len != block_len) {
+        auto& s = stripe(block);
+        auto& bits = s.partial[block];
+        bits.assign((block_len / sector_bytes + 63) / 64, 0);
+        mark_written(s, block, offset, len);
+    }
+    set_allocated(block);
+    m_counters.blocks_allocated++;
+    m_counters.first_writes++;
+    m_counters.backend_bytes_written += block_len;
+    return 0;
+}
+
+// A write inside an allocated block costs its own size, plus a metadata sync in
+// bitmap mode when it touches sectors never written before.
+int CowDisk::write_allocated(uint64_t block, const char* data, uint64_t offset, uint64_t len) {
+    std::chrono::nanoseconds latency{0};
+    if (m_config.sector_bitmap && mark_written(stripe(block), block, offset, len)) {
+        m_counters.meta_syncs++;
+        latency = m_backend.config().sync_latency;
+    }
+    Backend::Op op(m_backend);
+    if (auto written = prewarmd::pwrite_full(m_store.get(), data, len, offset); !written)
+        return -EIO;
+    op.finish(len, latency);
+    m_counters.backend_bytes_written += len;
+    return 0;
+}
+
+int CowDisk::inject_faults(OpKind op, uint64_t offset, uint64_t len) {
+    const auto verdict = m_faults.check(op, offset, len);
+    if (verdict.delay.count() > 0)
+        std::this_thread::sleep_for(verdict.delay);
+    if (verdict.err == 0)
+        return 0;
+    m_counters.faults_injected++;
+    return -verdict.err;
+}
+
+// Calls piece_fn(block, pos, len, done) for each part of [offset, offset + len) that
+// lies in one block, until one fails. Returns the bytes done, or the first error
+// when nothing was done.
+template <typename PieceFn>
+int64_t CowDisk::by_block(uint64_t offset, uint64_t len, PieceFn piece_fn) {
+    uint64_t done = 0;
+    while (done < len) {
+        const uint64_t pos = offset + done;
+        const uint64_t block = pos / m_config.block_bytes;
+        const uint64_t block_end = block * m_config.block_bytes + block_length(block);
+        const uint64_t piece = std::min(len - done, block_end - pos);
+        if (const int r = piece_fn(block, pos, piece, done); r < 0) {
+            if (done == 0)
+                return r;
+            break;
+        }
+        done += piece;
+    }
+    return static_cast<int64_t>(done);
+}
+
+int64_t CowDisk::write(const char* buf, uint64_t len, uint64_t offset) {
+    m_counters.writes++;
+    if (!m_present)
+        return -ENODEV;
+    if (len == 0)
+        return 0;
+    if (offset >= m_config.size_bytes)
+        return -ENOSPC;
+    len = std::min(len, m_config.size_bytes - offset);
+    if (const int r = inject_faults(OpKind::write, offset, len); r < 0)
+        return r;
+
+    const auto done =
+        by_block(offset, len, [&](uint64_t block, uint64_t pos, uint64_t piece, uint64_t at) {
+            std::lock_guard lock(stripe(block).mutex);
+            return is_allocated(block) ? write_allocated(block, buf + at, pos, piece)
+                                       : allocate_block(block, buf + at, pos, piece);
+        });
+    if (done > 0)
+        m_counters.bytes_written += static_cast<uint64_t>(done);
+    return done;
+}
+
+int64_t CowDisk::read(char* buf, uint64_t len, uint64_t offset) {
+    m_counters.reads++;
+    if (!m_present)
+        return -ENODEV;
+    if (offset >= m_config.size_bytes || len == 0)
+        return 0;
+    len = std::min(len, m_config.size_bytes - offset);
+    if (const int r = inject_faults(OpKind::read, offset, len); r < 0)
+        return r;
+
+    const auto done =
+        by_block(offset, len, [&](uint64_t block, uint64_t pos, uint64_t piece, uint64_t at) {
+            char* out = buf + at;
+            if (is_allocated(block)) {
+                Backend::Op op(m_backend);
+                auto got = prewarmd::pread_full(m_store.get(), out, piece, pos);
+                if (!got)
+                    return -EIO;
+                std::memset(out + *got, 0, piece - *got);
+                op.finish(piece, {});
+                m_counters.backend_bytes_read += piece;
+            } else if (m_parent) {
+                Backend::Op op(m_backend);
+                if (const int r = fill_from_parent(out, piece, pos); r < 0)
+                    return r;
+                op.finish(piece, {});
+                m_counters.parent_bytes_read += piece;
+            } else {
+                std::memset(out, 0, piece);
+                m_counters.hole_bytes_read += piece;
+            }
+            return 0;
+        });
+    if (done > 0)
+        m_counters.bytes_read += static_cast<uint64_t>(done);
+    return done;
+}
+
+} // namespace cowsim

@@ -1,0 +1,105 @@
+// One simulated thin copy-on-write disk: a fixed-size extent stored sparsely in a
+// backing file, allocated a backend block at a time on first write, optionally a
+// clone reading unallocated blocks from a parent image.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.hh"
+#include "base/result.hh"
+#include "base/unique_fd.hh"
+#include "faults.hh"
+
+namespace cowsim {
+
+constexpr uint64_t sector_bytes = 512;
+
+struct DiskConfig {
+    std::string name;
+    uint64_t size_bytes = 0;
+    uint64_t block_bytes = 2 * 1024 * 1024;
+    bool sector_bitmap = false;
+    std::string store_path;  // created sparse when missing
+    std::string parent_path; // empty: not a clone
+};
+
+// Counters for the stats file. Relaxed atomics: each is a tally on its own.
+struct DiskCounters {
+    std::atomic<uint64_t> reads{0}, writes{0}, flushes{0};
+    std::atomic<uint64_t> bytes_read{0}, bytes_written{0};
+    std::atomic<uint64_t> blocks_allocated{0}, first_writes{0};
+    std::atomic<uint64_t> backend_bytes_written{0}, backend_bytes_read{0};
+    std::atomic<uint64_t> parent_bytes_read{0}, hole_bytes_read{0};
+    std::atomic<uint64_t> meta_syncs{0}, faults_injected{0};
+};
+
+class CowDisk {
+public:
+    // Opens or creates the store. An existing store keeps its allocations: a block
+    // holding data in the store file (SEEK_DATA) is allocated.
+    static prewarmd::Result<std::unique_ptr<CowDisk>> open(const DiskConfig& config,
+                                                           Backend& backend);
+
+    // Both return bytes transferred or a negative errno, as a FUSE handler does.
+    // A write past the end is cut short there; one starting at the end gets -ENOSPC.
+    int64_t read(char* buf, uint64_t len, uint64_t offset);
+    int64_t write(const char* buf, uint64_t len, uint64_t offset);
+    void flush() { m_counters.flushes++; }
+
+    const DiskConfig& config() const { return m_config; }
+    const std::string& name() const { return m_config.name; }
+    uint64_t size_bytes() const { return m_config.size_bytes; }
+    uint64_t blocks_total() const { return m_blocks_total; }
+    uint64_t allocated_bytes() const;
+    bool is_allocated(uint64_t block) const;
+    // Sectors of an allocated block never written (bitmap mode); 0 otherwise.
+    uint64_t unwritten_sectors(uint64_t block) const;
+
+    const DiskCounters& counters() const { return m_counters; }
+    FaultSet& faults() { return m_faults; }
+    bool present() const { return m_present; }
+    void set_present(bool present) { m_present = present; }
+
+private:
+    static constexpr size_t stripe_count = 1024;
+    struct Stripe {
+        std::mutex mutex;
+        // Bitmap mode: per allocated block not yet fully written, one bit per sector
+        // (set: written). A block absent here is either unallocated or full.
+        std::unordered_map<uint64_t, std::vector<uint64_t>> partial;
+    };
+
+    CowDisk(const DiskConfig& config, Backend& backend, prewarmd::UniqueFd store,
+            prewarmd::UniqueFd parent);
+    prewarmd::Result<void> load_allocations();
+    uint64_t block_length(uint64_t block) const;
+    Stripe& stripe(uint64_t block) const { return m_stripes[block % stripe_count]; }
+    void set_allocated(uint64_t block);
+    int fill_from_parent(char* buf, uint64_t len, uint64_t offset);
+    int allocate_block(uint64_t block, const char* data, uint64_t piece_offset, uint64_t piece_len);
+    int write_allocated(uint64_t block, const char* data, uint64_t offset, uint64_t len);
+    int inject_faults(OpKind op, uint64_t offset, uint64_t len);
+    template <typename PieceFn>
+    int64_t by_block(uint64_t offset, uint64_t len, PieceFn piece_fn);
+    // Marks the sectors of [offset, offset+len) written; true if any was not.
+    bool mark_written(Stripe& stripe, uint64_t block, uint64_t offset, uint64_t len);
+
+    const DiskConfig m_config;
+    Backend& m_backend;
+    prewarmd::UniqueFd m_store;
+    prewarmd::UniqueFd m_parent;
+    uint64_t m_blocks_total = 0;
+    std::vector<std::atomic<uint64_t>> m_allocated; // one bit per block
+    std::unique_ptr<Stripe[]> m_stripes;
+    DiskCounters m_counters;
+    FaultSet m_faults;
+    std::atomic<bool> m_present{true};
+};
+
+} // namespace cowsim
