@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -280,4 +281,76 @@ TEST_CASE("stats report every disk's counters") {
     CHECK(stats["disks"]["xvdc"]["backend_bytes_written"] == 64 * KiB);
     CHECK(stats["disks"]["xvdc"]["writes"] == 1);
     CHECK(stats["backend"]["used_bytes"] == 64 * KiB);
+}
+
+namespace {
+uint64_t store_bytes(const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+} // namespace
+
+TEST_CASE("zeros are charged as written but never stored") {
+    TempDir dir;
+    Backend backend(instant());
+    const std::vector<char> zeros(4 * MiB, 0);
+    {
+        auto disk = make_disk(backend, dir, {.size_bytes = 64 * MiB});
+        REQUIRE(disk->write(zeros.data(), zeros.size(), 0) == 4 * MiB);
+        REQUIRE(disk->write(zeros.data(), KiB, 10 * MiB) == KiB);
+        CHECK(disk->counters().blocks_allocated == 3);
+        CHECK(disk->counters().backend_bytes_written == 6 * MiB);
+        CHECK(store_bytes(dir.file("xvdb.img")) == 0);
+    }
+    Backend again(instant());
+    auto disk = make_disk(again, dir, {.size_bytes = 64 * MiB});
+    CHECK(disk->counters().blocks_allocated == 3); // from the map
+    CHECK(disk->is_allocated(5));
+    CHECK_FALSE(disk->is_allocated(4));
+}
+
+TEST_CASE("zeros written over data read back as zeros") {
+    TempDir dir;
+    Backend backend(instant());
+    auto disk = make_disk(backend, dir, {.size_bytes = 8 * MiB});
+    const std::vector<char> data(MiB, 'z');
+    const std::vector<char> zeros(MiB, 0);
+    REQUIRE(disk->write(data.data(), data.size(), 0) == MiB);
+    CHECK(store_bytes(dir.file("xvdb.img")) >= MiB);
+    REQUIRE(disk->write(zeros.data(), 100 * KiB + 512, 4 * KiB + 512) == 100 * KiB + 512);
+    const auto back = read_back(*disk, 0, MiB);
+    CHECK(std::count(back.begin(), back.end(), 0) == 100 * KiB + 512);
+    CHECK(back[4 * KiB + 511] == 'z');
+    CHECK(back[4 * KiB + 512] == 0);
+    CHECK(back[104 * KiB + 1023] == 0);
+    CHECK(back[104 * KiB + 1024] == 'z');
+}
+
+TEST_CASE("a store made elsewhere, without a map, counts its data as allocated") {
+    TempDir dir;
+    const auto store = dir.file("image.img");
+    {
+        prewarmd::UniqueFd fd(::open(store.c_str(), O_WRONLY | O_CREAT, 0600));
+        REQUIRE(::ftruncate(fd.get(), 16 * MiB) == 0);
+        const std::vector<char> data(4 * KiB, 'i');
+        REQUIRE(prewarmd::pwrite_full(fd.get(), data.data(), data.size(), 5 * MiB).ok());
+    }
+    Backend backend(instant());
+    auto disk = make_disk(backend, dir, {.size_bytes = 16 * MiB, .store_path = store});
+    CHECK(disk->counters().blocks_allocated == 1);
+    CHECK(disk->is_allocated(2));
+}
+
+TEST_CASE("a map that does not fit the disk is refused") {
+    TempDir dir;
+    Backend backend(instant());
+    { make_disk(backend, dir, {.size_bytes = 64 * MiB}); }
+    const auto r = CowDisk::open({.name = "xvdb",
+                                  .size_bytes = 64 * MiB,
+                                  .block_bytes = 64 * KiB,
+                                  .store_path = dir.file("xvdb.img")},
+                                 backend);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message.find("map") != std::string::npos);
 }

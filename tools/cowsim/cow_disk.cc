@@ -11,6 +11,7 @@
 
 #include "base/io.hh"
 #include "base/units.hh"
+#include "base/zero.hh"
 
 namespace cowsim {
 
@@ -22,8 +23,10 @@ namespace {
 constexpr uint64_t max_block_bytes = 64ULL * 1024 * 1024;
 }
 
-CowDisk::CowDisk(const DiskConfig& config, Backend& backend, UniqueFd store, UniqueFd parent)
+CowDisk::CowDisk(const DiskConfig& config, Backend& backend, UniqueFd store, UniqueFd parent,
+                 UniqueFd map)
     : m_config(config), m_backend(backend), m_store(std::move(store)), m_parent(std::move(parent)),
+      m_map(std::move(map)),
       m_blocks_total((config.size_bytes + config.block_bytes - 1) / config.block_bytes),
       m_allocated((m_blocks_total + 63) / 64), m_stripes(new Stripe[stripe_count]) {}
 
@@ -61,6 +64,11 @@ Result<std::unique_ptr<CowDisk>> CowDisk::open(const DiskConfig& config, Backend
                     std::to_string(config.size_bytes));
     }
 
+    const auto map_path = config.store_path + ".map";
+    UniqueFd map(::open(map_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!map)
+        return prewarmd::errno_error("disk " + config.name + ": open map " + map_path);
+
     UniqueFd parent;
     if (!config.parent_path.empty()) {
         parent.reset(::open(config.parent_path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -70,19 +78,41 @@ Result<std::unique_ptr<CowDisk>> CowDisk::open(const DiskConfig& config, Backend
     }
 
     std::unique_ptr<CowDisk> disk(
-        new CowDisk(config, backend, std::move(store), std::move(parent)));
-    if (auto loaded = disk->load_allocations(); !loaded)
+        new CowDisk(config, backend, std::move(store), std::move(parent), std::move(map)));
+    if (auto loaded = disk->load_map(); !loaded)
         return loaded.error();
+    disk->m_counters.blocks_allocated = disk->allocated_blocks();
+    backend.account_existing(disk->allocated_bytes());
     return disk;
 }
 
-// Every allocation writes its whole block, so the store's data extents are exactly
-// the allocated blocks; sector bitmaps are not kept across runs (a block found
-// allocated counts as fully written).
-Result<void> CowDisk::load_allocations() {
+// The map holds one bit per block, as the 64-bit words kept in memory.
+Result<void> CowDisk::load_map() {
+    const auto map_bytes = static_cast<off_t>(m_allocated.size() * sizeof(uint64_t));
+    struct stat st {};
+    if (::fstat(m_map.get(), &st) < 0)
+        return prewarmd::errno_error("disk " + m_config.name + ": stat map");
+    if (st.st_size == 0) {
+        if (::ftruncate(m_map.get(), map_bytes) < 0)
+            return prewarmd::errno_error("disk " + m_config.name + ": size map");
+        return scan_store();
+    }
+    if (st.st_size != map_bytes)
+        return Error{-EINVAL, "disk " + m_config.name + ": map " + m_config.store_path +
+                                  ".map does not fit a disk of this size and block size"};
+    std::vector<uint64_t> words(m_allocated.size());
+    auto got = prewarmd::pread_full(m_map.get(), words.data(), static_cast<size_t>(map_bytes), 0);
+    if (!got)
+        return got.error();
+    for (size_t i = 0; i < words.size(); ++i)
+        m_allocated[i] = words[i];
+    return {};
+}
+
+// A store without a map: its blocks holding data count as allocated.
+Result<void> CowDisk::scan_store() {
     const auto size = static_cast<off_t>(m_config.size_bytes);
     off_t pos = 0;
-    uint64_t count = 0;
     while (pos < size) {
         const off_t data = ::lseek(m_store.get(), pos, SEEK_DATA);
         if (data < 0) {
@@ -97,15 +127,34 @@ Result<void> CowDisk::load_allocations() {
         const auto first = static_cast<uint64_t>(data) / m_config.block_bytes;
         const auto last = (static_cast<uint64_t>(hole) - 1) / m_config.block_bytes;
         for (uint64_t b = first; b <= last; ++b)
-            if (!is_allocated(b)) {
-                set_allocated(b);
-                ++count;
-            }
+            set_allocated(b);
         pos = hole;
     }
-    m_counters.blocks_allocated = count;
-    m_backend.account_existing(allocated_bytes());
     return {};
+}
+
+int CowDisk::store_write(const char* data, uint64_t len, uint64_t offset) {
+    if (!prewarmd::is_all_zero(data, len))
+        return prewarmd::pwrite_full(m_store.get(), data, len, offset) ? 0 : -EIO;
+    // Zeros: nothing to do over a hole; over data, punch what whole pages there are
+    // and write zeros at the edges.
+    const off_t next_data = ::lseek(m_store.get(), static_cast<off_t>(offset), SEEK_DATA);
+    if ((next_data < 0 && errno == ENXIO) || static_cast<uint64_t>(next_data) >= offset + len)
+        return 0;
+    constexpr uint64_t page = 4096;
+    const uint64_t begin = (offset + page - 1) / page * page;
+    const uint64_t end = (offset + len) / page * page;
+    if (begin < end &&
+        ::fallocate(m_store.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    static_cast<off_t>(begin), static_cast<off_t>(end - begin)) == 0) {
+        const uint64_t head = begin - offset, tail = offset + len - end;
+        if (head && !prewarmd::pwrite_full(m_store.get(), data, head, offset))
+            return -EIO;
+        if (tail && !prewarmd::pwrite_full(m_store.get(), data, tail, end))
+            return -EIO;
+        return 0;
+    }
+    return prewarmd::pwrite_full(m_store.get(), data, len, offset) ? 0 : -EIO;
 }
 
 uint64_t CowDisk::block_length(uint64_t block) const {
@@ -118,14 +167,24 @@ bool CowDisk::is_allocated(uint64_t block) const {
 }
 
 void CowDisk::set_allocated(uint64_t block) {
-    m_allocated[block / 64].fetch_or(uint64_t{1} << (block % 64), std::memory_order_release);
+    auto& word = m_allocated[block / 64];
+    word.fetch_or(uint64_t{1} << (block % 64), std::memory_order_release);
+    // Under the lock, the word written last holds every bit set before it.
+    std::lock_guard lock(m_map_mutex);
+    const uint64_t value = word.load(std::memory_order_acquire);
+    [[maybe_unused]] const bool saved =
+        prewarmd::pwrite_full(m_map.get(), &value, sizeof value, block / 64 * sizeof value).ok();
 }
 
-uint64_t CowDisk::allocated_bytes() const {
+uint64_t CowDisk::allocated_blocks() const {
     uint64_t blocks = 0;
     for (const auto& word : m_allocated)
         blocks += static_cast<uint64_t>(std::popcount(word.load(std::memory_order_relaxed)));
-    uint64_t bytes = blocks * m_config.block_bytes;
+    return blocks;
+}
+
+uint64_t CowDisk::allocated_bytes() const {
+    uint64_t bytes = allocated_blocks() * m_config.block_bytes;
     const uint64_t last = m_blocks_total - 1;
     if (is_allocated(last))
         bytes -= m_config.block_bytes - block_length(last);
@@ -205,9 +264,9 @@ int CowDisk::allocate_block(uint64_t block, const char* data, uint64_t offset, u
         std::memcpy(buffer.data() + (offset - base), data, len);
         source = buffer.data();
     }
-    if (auto written = prewarmd::pwrite_full(m_store.get(), source, block_len, base); !written) {
+    if (const int r = store_write(source, block_len, base); r < 0) {
         m_backend.release_allocation(block_len);
-        return -EIO;
+        return r;
     }
     op.finish(transferred, m_backend.config().alloc_latency);
 
@@ -233,8 +292,8 @@ int CowDisk::write_allocated(uint64_t block, const char* data, uint64_t offset, 
         latency = m_backend.config().sync_latency;
     }
     Backend::Op op(m_backend);
-    if (auto written = prewarmd::pwrite_full(m_store.get(), data, len, offset); !written)
-        return -EIO;
+    if (const int r = store_write(data, len, offset); r < 0)
+        return r;
     op.finish(len, latency);
     m_counters.backend_bytes_written += len;
     return 0;

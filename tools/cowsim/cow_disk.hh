@@ -1,6 +1,8 @@
 // One simulated thin copy-on-write disk: a fixed-size extent stored sparsely in a
 // backing file, allocated a backend block at a time on first write, optionally a
-// clone reading unallocated blocks from a parent image.
+// clone reading unallocated blocks from a parent image. Which blocks are allocated
+// is kept in a map file beside the store; zeros are never stored, only charged, so
+// warming a 1 TiB disk costs the host no space and no disk writes.
 #pragma once
 
 #include <atomic>
@@ -25,7 +27,7 @@ struct DiskConfig {
     uint64_t size_bytes = 0;
     uint64_t block_bytes = 2 * 1024 * 1024;
     bool sector_bitmap = false;
-    std::string store_path;  // created sparse when missing
+    std::string store_path;  // created sparse when missing; the map is store_path.map
     std::string parent_path; // empty: not a clone
 };
 
@@ -41,8 +43,8 @@ struct DiskCounters {
 
 class CowDisk {
 public:
-    // Opens or creates the store. An existing store keeps its allocations: a block
-    // holding data in the store file (SEEK_DATA) is allocated.
+    // Opens or creates the store and its map. A store without a map (an image made
+    // elsewhere) counts its blocks holding data (SEEK_DATA) as allocated.
     static prewarmd::Result<std::unique_ptr<CowDisk>> open(const DiskConfig& config,
                                                            Backend& backend);
 
@@ -56,6 +58,7 @@ public:
     const std::string& name() const { return m_config.name; }
     uint64_t size_bytes() const { return m_config.size_bytes; }
     uint64_t blocks_total() const { return m_blocks_total; }
+    uint64_t allocated_blocks() const;
     uint64_t allocated_bytes() const;
     bool is_allocated(uint64_t block) const;
     // Sectors of an allocated block never written (bitmap mode); 0 otherwise.
@@ -76,10 +79,14 @@ private:
     };
 
     CowDisk(const DiskConfig& config, Backend& backend, prewarmd::UniqueFd store,
-            prewarmd::UniqueFd parent);
-    prewarmd::Result<void> load_allocations();
+            prewarmd::UniqueFd parent, prewarmd::UniqueFd map);
+    prewarmd::Result<void> load_map();
+    prewarmd::Result<void> scan_store();
+    // Writes to the store; all-zero data becomes a hole instead of a write.
+    int store_write(const char* data, uint64_t len, uint64_t offset);
     uint64_t block_length(uint64_t block) const;
     Stripe& stripe(uint64_t block) const { return m_stripes[block % stripe_count]; }
+    // Marks a block allocated, in memory and in the map file.
     void set_allocated(uint64_t block);
     int fill_from_parent(char* buf, uint64_t len, uint64_t offset);
     int allocate_block(uint64_t block, const char* data, uint64_t piece_offset, uint64_t piece_len);
@@ -94,6 +101,8 @@ private:
     Backend& m_backend;
     prewarmd::UniqueFd m_store;
     prewarmd::UniqueFd m_parent;
+    prewarmd::UniqueFd m_map;
+    std::mutex m_map_mutex;
     uint64_t m_blocks_total = 0;
     std::vector<std::atomic<uint64_t>> m_allocated; // one bit per block
     std::unique_ptr<Stripe[]> m_stripes;

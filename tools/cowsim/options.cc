@@ -4,51 +4,55 @@
 #include <charconv>
 #include <optional>
 
+#include "base/args.hh"
 #include "base/units.hh"
 
 namespace cowsim {
 
 using prewarmd::Error;
+using prewarmd::options_help;
+using prewarmd::OptionSpec;
+using prewarmd::parse_args;
 using prewarmd::Result;
-
-const char* const usage_text = R"(Usage: cowsim [OPTIONS] --disk SPEC... MOUNTPOINT
-
-Serves thin copy-on-write disks as files under MOUNTPOINT (FUSE), to be attached
-as loop devices. A block never written reads as zeros at memory speed; the first
-write to a block writes all of it to the store and pays the allocation latency.
-
-Disks:
-  -d, --disk NAME=SIZE[,OPT...]  a disk (repeatable); OPT is one of
-                                 block=SIZE   backend block size
-                                 bitmap=on|off  VHD-like sector bitmap
-                                 store=FILE   backing file (default STORE_DIR/NAME.img)
-                                 parent=FILE  parent image: a clone reads it through
-  -s, --store-dir DIR            where stores live when a disk names none
-  -b, --block-size SIZE          default backend block size (default 2MiB)
-      --bitmap                   sector-bitmap mode for every disk: a write touching
-                                 never-written sectors pays a metadata sync
-
-The backend, shared by all disks:
-      --alloc-latency DURATION   added to each block allocation (default 1ms)
-      --sync-latency DURATION    a metadata sync in bitmap mode (default 2ms)
-      --bandwidth RATE           link bandwidth, e.g. 200MiB/s (default unlimited)
-      --concurrency N            operations in flight at once (default unlimited)
-      --capacity SIZE            space for allocations; beyond it ENOSPC (default
-                                 unlimited)
-
-Other:
-      --threads N                FUSE worker threads (default 16)
-  -h, --help                     this text
-      --version                  the version
-
-Files under MOUNTPOINT: one per disk, .stats (JSON counters) and .control (write
-commands: fail, delay, clear, vanish, appear, capacity; see docs/cowsim.md).
-Sizes take units (KiB, MiB, GiB, TiB); durations too (us, ms, s).
-)";
 
 namespace {
 
-Result<unsigned> parse_count(std::string_view option, std::string_view text, unsigned min,
+constexpr OptionSpec option_specs[] = {
+    {"disk", 'd', "NAME=SIZE[,OPT...]",
+     "a disk (repeatable); OPT is block=SIZE, bitmap=on|off,\n"
+     "store=FILE (default STORE_DIR/NAME.img) or parent=FILE (a clone)"},
+    {"store-dir", 's', "DIR", "where stores live when a disk names none"},
+    {"block-size", 'b', "SIZE", "default backend block size (default 2MiB)"},
+    {"bitmap", 0, "",
+     "sector-bitmap mode for every disk: a write touching\n"
+     "never-written sectors pays a metadata sync"},
+    {"alloc-latency", 0, "DURATION", "added to each block allocation (default 1ms)"},
+    {"sync-latency", 0, "DURATION", "a metadata sync in bitmap mode (default 2ms)"},
+    {"bandwidth", 0, "RATE", "backend link bandwidth, e.g. 200MiB/s (default unlimited)"},
+    {"concurrency", 0, "N", "backend operations in flight at once (default unlimited)"},
+    {"capacity", 0, "SIZE", "space for allocations; beyond it ENOSPC (default unlimited)"},
+    {"threads", 0, "N", "FUSE worker threads (default 16)"},
+    {"help", 'h', "", "this text"},
+    {"version", 0, "", "the version"},
+};
+
+} // namespace
+
+std::string usage() {
+    return "Usage: cowsim [OPTIONS] --disk SPEC... MOUNTPOINT\n\n"
+           "Serves thin copy-on-write disks as files under MOUNTPOINT (FUSE), to be attached\n"
+           "as loop devices. A block never written reads as zeros at memory speed; the first\n"
+           "write to a block writes all of it to the store and pays the allocation latency.\n"
+           "The backend options are shared by all disks, as one storage repository.\n\n" +
+           options_help(option_specs) +
+           "\nFiles under MOUNTPOINT: one per disk, .stats (JSON counters) and .control (write\n"
+           "commands: fail, delay, clear, vanish, appear, capacity; see docs/cowsim.md).\n"
+           "Sizes take units (KiB, MiB, GiB, TiB); durations too (us, ms, s).\n";
+}
+
+namespace {
+
+Result<unsigned> parse_count(const std::string& option, std::string_view text, unsigned min,
                              unsigned max) {
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -116,117 +120,77 @@ Result<DiskSpec> parse_disk(std::string_view spec) {
 } // namespace
 
 Result<Options> parse_options(const std::vector<std::string>& args) {
+    auto parsed = parse_args(args, option_specs);
+    if (!parsed)
+        return parsed.error();
     Options options;
-    std::vector<DiskSpec> specs;
-    std::string store_dir;
-    uint64_t block_bytes = 2 * 1024 * 1024;
-    bool bitmap = false;
-
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string arg = args[i];
-        std::optional<std::string> inline_value;
-        if (arg.rfind("--", 0) == 0) {
-            if (const auto eq = arg.find('='); eq != std::string::npos) {
-                inline_value = arg.substr(eq + 1);
-                arg = arg.substr(0, eq);
-            }
-        }
-        const auto value = [&]() -> Result<std::string> {
-            if (inline_value)
-                return *inline_value;
-            if (i + 1 >= args.size())
-                return Error{-EINVAL, arg + " needs a value"};
-            return args[++i];
-        };
-        const auto flag = [&]() -> Result<void> {
-            if (inline_value)
-                return Error{-EINVAL, arg + " takes no value"};
-            return {};
-        };
-        Result<void> ok;
-        if (arg == "-h" || arg == "--help") {
-            ok = flag();
-            options.help = true;
-        } else if (arg == "--version") {
-            ok = flag();
-            options.version = true;
-        } else if (arg == "--bitmap") {
-            ok = flag();
-            bitmap = true;
-        } else if (arg == "-d" || arg == "--disk") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            auto spec = parse_disk(*v);
-            if (!spec)
-                return spec.error();
-            specs.push_back(std::move(*spec));
-        } else if (arg == "-s" || arg == "--store-dir") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            store_dir = *v;
-        } else if (arg == "-b" || arg == "--block-size" || arg == "--capacity") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            auto size = prewarmd::parse_size(*v);
-            if (!size)
-                return Error{-EINVAL, arg + ": " + size.error().message};
-            if (arg == "--capacity")
-                options.backend.capacity_bytes = *size;
-            else
-                block_bytes = *size;
-        } else if (arg == "--alloc-latency" || arg == "--sync-latency") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            auto duration = prewarmd::parse_duration(*v);
-            if (!duration)
-                return Error{-EINVAL, arg + ": " + duration.error().message};
-            (arg == "--alloc-latency" ? options.backend.alloc_latency
-                                      : options.backend.sync_latency) = *duration;
-        } else if (arg == "--bandwidth") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            auto rate = prewarmd::parse_rate(*v);
-            if (!rate)
-                return Error{-EINVAL, arg + ": " + rate.error().message};
-            options.backend.bandwidth_bytes_per_s = *rate;
-        } else if (arg == "--concurrency" || arg == "--threads") {
-            auto v = value();
-            if (!v)
-                return v.error();
-            auto n = parse_count(arg, *v, 1, 1024);
-            if (!n)
-                return n.error();
-            (arg == "--threads" ? options.threads : options.backend.concurrency) = *n;
-        } else if (!arg.empty() && arg[0] == '-') {
-            return Error{-EINVAL, "unknown option '" + arg + "' (see --help)"};
-        } else if (options.mountpoint.empty()) {
-            options.mountpoint = arg;
-        } else {
-            return Error{-EINVAL, "unexpected argument '" + arg + "': one MOUNTPOINT only"};
-        }
-        if (!ok)
-            return ok.error();
-    }
+    options.help = parsed->has("help");
+    options.version = parsed->has("version");
     if (options.help || options.version)
         return options;
-    if (options.mountpoint.empty())
+
+    const auto size_option = [&](const char* name, uint64_t fallback) -> Result<uint64_t> {
+        const auto text = parsed->value(name);
+        if (!text)
+            return fallback;
+        auto size = prewarmd::parse_size(*text);
+        if (!size)
+            return Error{-EINVAL, std::string("--") + name + ": " + size.error().message};
+        return size;
+    };
+    auto block_bytes = size_option("block-size", 2 * 1024 * 1024);
+    if (!block_bytes)
+        return block_bytes.error();
+    auto capacity = size_option("capacity", 0);
+    if (!capacity)
+        return capacity.error();
+    options.backend.capacity_bytes = *capacity;
+    for (const auto* name : {"alloc-latency", "sync-latency"})
+        if (const auto text = parsed->value(name)) {
+            auto duration = prewarmd::parse_duration(*text);
+            if (!duration)
+                return Error{-EINVAL, std::string("--") + name + ": " + duration.error().message};
+            (name == std::string_view("alloc-latency") ? options.backend.alloc_latency
+                                                       : options.backend.sync_latency) = *duration;
+        }
+    if (const auto text = parsed->value("bandwidth")) {
+        auto rate = prewarmd::parse_rate(*text);
+        if (!rate)
+            return Error{-EINVAL, "--bandwidth: " + rate.error().message};
+        options.backend.bandwidth_bytes_per_s = *rate;
+    }
+    for (const auto* name : {"concurrency", "threads"})
+        if (const auto text = parsed->value(name)) {
+            auto n = parse_count(std::string("--") + name, *text, 1, 1024);
+            if (!n)
+                return n.error();
+            (name == std::string_view("threads") ? options.threads : options.backend.concurrency) =
+                *n;
+        }
+
+    if (parsed->positional.empty())
         return Error{-EINVAL, "no MOUNTPOINT given (see --help)"};
+    if (parsed->positional.size() > 1)
+        return Error{-EINVAL,
+                     "unexpected argument '" + parsed->positional[1] + "': one MOUNTPOINT only"};
+    options.mountpoint = parsed->positional[0];
+    const auto specs = parsed->values("disk");
     if (specs.empty())
         return Error{-EINVAL, "no --disk given (see --help)"};
-    for (auto& spec : specs) {
-        auto config = spec.config;
-        config.block_bytes = spec.block_bytes.value_or(block_bytes);
-        config.sector_bitmap = spec.bitmap.value_or(bitmap);
+    const auto store_dir = parsed->value("store-dir");
+    const bool bitmap = parsed->has("bitmap");
+    for (const auto& text : specs) {
+        auto spec = parse_disk(text);
+        if (!spec)
+            return spec.error();
+        auto config = spec->config;
+        config.block_bytes = spec->block_bytes.value_or(*block_bytes);
+        config.sector_bitmap = spec->bitmap.value_or(bitmap);
         if (config.store_path.empty()) {
-            if (store_dir.empty())
+            if (!store_dir)
                 return Error{-EINVAL, "disk " + config.name +
                                           " has no store=FILE and no --store-dir is given"};
-            config.store_path = store_dir + "/" + config.name + ".img";
+            config.store_path = *store_dir + "/" + config.name + ".img";
         }
         options.disks.push_back(std::move(config));
     }

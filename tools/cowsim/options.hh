@@ -20,6 +20,6 @@ struct Options {
 };
 
 prewarmd::Result<Options> parse_options(const std::vector<std::string>& args);
-extern const char* const usage_text;
+std::string usage();
 
 } // namespace cowsim

@@ -89,6 +89,29 @@ Result<void> Simulator::control(std::string_view text) {
     return {};
 }
 
+namespace {
+
+// Allocated blocks as [offset, length] byte ranges, the first few thousand of them.
+nlohmann::json allocated_extents(const CowDisk& disk) {
+    constexpr size_t most = 4096;
+    auto out = nlohmann::json::array();
+    const uint64_t block = disk.config().block_bytes;
+    uint64_t b = 0;
+    while (b < disk.blocks_total() && out.size() < most) {
+        if (!disk.is_allocated(b)) {
+            ++b;
+            continue;
+        }
+        const uint64_t first = b;
+        while (b < disk.blocks_total() && disk.is_allocated(b))
+            ++b;
+        out.push_back({first * block, std::min(b * block, disk.size_bytes()) - first * block});
+    }
+    return out;
+}
+
+} // namespace
+
 nlohmann::json Simulator::stats() const {
     const auto& config = m_backend.config();
     nlohmann::json out;
@@ -125,6 +148,7 @@ nlohmann::json Simulator::stats() const {
             {"meta_syncs", c.meta_syncs.load()},
             {"faults_injected", c.faults_injected.load()},
             {"fault_rules", disk->faults().size()},
+            {"allocated_extents", allocated_extents(*disk)},
         };
     }
     return out;
