@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -179,6 +180,15 @@ Result<std::chrono::nanoseconds> parse_duration(std::string_view text) {
     if (*ns > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return Error{-ERANGE, "duration '" + std::string(text) + "' is too large"};
     return std::chrono::nanoseconds(static_cast<int64_t>(*ns));
+}
+
+Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max) {
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > max)
+        return Error{-EINVAL, "expected a whole number from " + std::to_string(min) + " to " +
+                                  std::to_string(max) + ", got '" + std::string(text) + "'"};
+    return value;
 }
 
 std::string format_size(uint64_t bytes) {

@@ -21,6 +21,9 @@ Result<uint64_t> parse_rate(std::string_view text);
 // Units: ns, us, ms, s, min; a bare number is refused (no unit to guess).
 Result<std::chrono::nanoseconds> parse_duration(std::string_view text);
 
+// A whole number from `min` to `max`, digits only.
+Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max);
+
 // "4.00 MiB", "512 B".
 std::string format_size(uint64_t bytes);
 // "120.5 MiB/s".

@@ -65,3 +65,18 @@ sim_down() { "$simdisk" down --state "$SIM"; }
 dev_of() { awk -v n="$1" '$1 == n { print $2 }' "$TEST_DIR/devices"; }
 stat_of() { jq -r --arg d "$1" ".disks[\$d].$2" "$SIM/mnt/.stats"; }
 control() { printf '%s\n' "$*" >"$SIM/mnt/.control"; }
+
+prewarmd=$PREWARMD_BIN/prewarmd
+
+# Writes LEN bytes of random data at OFFSET (bytes, multiples of 4 KiB) of DEV.
+put_data() { # DEV OFFSET LEN
+    head -c "$3" /dev/urandom | dd of="$1" bs=4k seek=$(($2 / 4096)) oflag=direct status=none
+}
+
+sha() { sha256sum <"$1" | cut -d' ' -f1; }
+
+# Runs a command, keeping its exit status: `run_status CMD...; echo $status`.
+run_status() {
+    status=0
+    "$@" || status=$?
+}

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/io.hh"
+#include "base/range_set.hh"
 #include "base/units.hh"
 #include "base/zero.hh"
 
@@ -111,25 +112,14 @@ Result<void> CowDisk::load_map() {
 
 // A store without a map: its blocks holding data count as allocated.
 Result<void> CowDisk::scan_store() {
-    const auto size = static_cast<off_t>(m_config.size_bytes);
-    off_t pos = 0;
-    while (pos < size) {
-        const off_t data = ::lseek(m_store.get(), pos, SEEK_DATA);
-        if (data < 0) {
-            if (errno == ENXIO)
-                break;
-            return prewarmd::errno_error("disk " + m_config.name + ": scan store");
-        }
-        off_t hole = ::lseek(m_store.get(), data, SEEK_HOLE);
-        if (hole < 0)
-            return prewarmd::errno_error("disk " + m_config.name + ": scan store");
-        hole = std::min(hole, size);
-        const auto first = static_cast<uint64_t>(data) / m_config.block_bytes;
-        const auto last = (static_cast<uint64_t>(hole) - 1) / m_config.block_bytes;
-        for (uint64_t b = first; b <= last; ++b)
+    auto data = prewarmd::data_extents(m_store.get(), m_config.size_bytes);
+    if (!data)
+        return Error{data.error().err,
+                     "disk " + m_config.name + ": scan store: " + data.error().message};
+    for (const auto& extent : data->extents())
+        for (uint64_t b = extent.offset / m_config.block_bytes;
+             b <= (extent.end() - 1) / m_config.block_bytes; ++b)
             set_allocated(b);
-        pos = hole;
-    }
     return {};
 }
 

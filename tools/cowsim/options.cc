@@ -1,7 +1,6 @@
 #include "options.hh"
 
 #include <cerrno>
-#include <charconv>
 #include <optional>
 
 #include "base/args.hh"
@@ -51,17 +50,6 @@ std::string usage() {
 }
 
 namespace {
-
-Result<unsigned> parse_count(const std::string& option, std::string_view text, unsigned min,
-                             unsigned max) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > max)
-        return Error{-EINVAL, std::string(option) + ": expected a whole number from " +
-                                  std::to_string(min) + " to " + std::to_string(max) + ", got '" +
-                                  std::string(text) + "'"};
-    return value;
-}
 
 struct DiskSpec {
     DiskConfig config;
@@ -161,11 +149,11 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     }
     for (const auto* name : {"concurrency", "threads"})
         if (const auto text = parsed->value(name)) {
-            auto n = parse_count(std::string("--") + name, *text, 1, 1024);
+            auto n = prewarmd::parse_count(*text, 1, 1024);
             if (!n)
-                return n.error();
+                return Error{-EINVAL, std::string("--") + name + ": " + n.error().message};
             (name == std::string_view("threads") ? options.threads : options.backend.concurrency) =
-                *n;
+                static_cast<unsigned>(*n);
         }
 
     if (parsed->positional.empty())

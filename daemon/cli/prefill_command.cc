@@ -1,0 +1,314 @@
+#include "cli/prefill_command.hh"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/args.hh"
+#include "base/units.hh"
+#include "cli/progress_view.hh"
+#include "engine/checkpoint.hh"
+#include "engine/device.hh"
+#include "engine/job.hh"
+#include "engine/plan.hh"
+
+namespace prewarmd {
+namespace {
+
+constexpr OptionSpec prefill_options[] = {
+    {"mode", 0, "MODE",
+     "zero (default): write zeros over blocks that read all-zero;\n"
+     "rewrite: write back what was read (clones); read: only read"},
+    {"rate", 0, "RATE", "at most this fast, e.g. 50MiB/s (default unlimited)"},
+    {"burst", 0, "SIZE", "what the throttle lets through at once (default one chunk)"},
+    {"queue-depth", 0, "N", "chunks in flight, 1 to 64 (default 8)"},
+    {"chunk", 0, "SIZE", "chunk size (default 4MiB, grown to suit the device)"},
+    {"backend-block", 0, "SIZE", "the backend's allocation block (default 2MiB)"},
+    {"checkpoint", 0, "FILE", "record progress in FILE, and resume from it"},
+    {"checkpoint-interval", 0, "DURATION", "how often to flush and record (default 5s)"},
+    {"io-engine", 0, "ENGINE", "auto (default), uring or sync (pread/pwrite)"},
+    {"normal-priority", 0, "", "I/O priority class best-effort, not idle"},
+    {"json", 0, "", "print the summary as JSON on standard output, no progress"},
+    {"help", 'h', "", "this text"},
+};
+
+std::string usage() {
+    return "Usage: prewarmd prefill [OPTIONS] PATH\n\n"
+           "Warms one disk (or a sparse file) in the foreground: every chunk is read, and\n"
+           "written back as it was. What PATH reads back never changes. A block device is\n"
+           "opened exclusively: not while it is mounted or otherwise in use.\n\n" +
+           options_help(prefill_options) +
+           "\nProgress goes to standard error (a bar on a terminal), the summary to standard\n"
+           "output. Ctrl-C stops after the chunks in flight and saves the checkpoint.\n\n"
+           "Exit status:\n"
+           "  0    done                      4    detached: the device went away\n"
+           "  1    failed: an I/O error      5    paused: the backend is full (ENOSPC)\n"
+           "  2    bad usage or input        6    refused: in use, or read-only\n"
+           "  3    interrupted: another      130  stopped by SIGINT (143: SIGTERM)\n"
+           "       process wrote to the disk\n";
+}
+
+struct Settings {
+    std::string path;
+    JobOptions job;
+    bool chunk_explicit = false;
+    uint64_t backend_block_bytes = 2 * 1024 * 1024;
+    IoEngineKind io = IoEngineKind::automatic;
+    bool json = false;
+};
+
+Result<Settings> parse_settings(const ParsedArgs& args) {
+    Settings s;
+    const auto bad = [](const std::string& message) { return Error{-EINVAL, message}; };
+    if (args.positional.size() != 1)
+        return bad(args.positional.empty() ? "no PATH given (see --help)"
+                                           : "one PATH only, not '" + args.positional[1] + "'");
+    s.path = args.positional[0];
+    if (const auto mode = args.value("mode")) {
+        const auto parsed = parse_mode(*mode);
+        if (!parsed)
+            return bad("--mode: '" + *mode + "' is not zero, rewrite or read");
+        s.job.mode = *parsed;
+    }
+    const auto size = [&](const char* name, uint64_t& out) -> Result<void> {
+        if (const auto text = args.value(name)) {
+            auto bytes = parse_size(*text);
+            if (!bytes)
+                return bad(std::string("--") + name + ": " + bytes.error().message);
+            out = *bytes;
+        }
+        return {};
+    };
+    for (const auto& [name, out] :
+         {std::pair{"burst", &s.job.burst_bytes}, std::pair{"chunk", &s.job.chunk_bytes},
+          std::pair{"backend-block", &s.backend_block_bytes}})
+        if (auto ok = size(name, *out); !ok)
+            return ok.error();
+    s.chunk_explicit = args.has("chunk");
+    if (const auto text = args.value("rate")) {
+        auto rate = parse_rate(*text);
+        if (!rate)
+            return bad("--rate: " + rate.error().message);
+        if (*rate == 0)
+            return bad("--rate: must be positive (leave it out for no limit)");
+        s.job.rate_bytes_per_s = *rate;
+    }
+    if (const auto text = args.value("queue-depth")) {
+        auto depth = parse_count(*text, 1, 64);
+        if (!depth)
+            return bad("--queue-depth: " + depth.error().message);
+        s.job.queue_depth = static_cast<unsigned>(*depth);
+    }
+    if (const auto text = args.value("io-engine")) {
+        if (*text == "auto")
+            s.io = IoEngineKind::automatic;
+        else if (*text == "uring")
+            s.io = IoEngineKind::uring;
+        else if (*text == "sync")
+            s.io = IoEngineKind::sync;
+        else
+            return bad("--io-engine: '" + *text + "' is not auto, uring or sync");
+    }
+    s.job.checkpoint_path = args.value("checkpoint").value_or("");
+    if (const auto text = args.value("checkpoint-interval")) {
+        auto interval = parse_duration(*text);
+        if (!interval)
+            return bad("--checkpoint-interval: " + interval.error().message);
+        if (*interval < std::chrono::milliseconds(100))
+            return bad("--checkpoint-interval: at least 100ms");
+        s.job.checkpoint_interval =
+            std::chrono::duration_cast<std::chrono::milliseconds>(*interval);
+    }
+    s.job.idle_priority = !args.has("normal-priority");
+    s.json = args.has("json");
+    return s;
+}
+
+// Standard error, shared by the progress line and the job's messages.
+class Console {
+public:
+    explicit Console(bool quiet) : m_tty(::isatty(STDERR_FILENO) == 1), m_quiet(quiet) {}
+    bool tty() const { return m_tty; }
+
+    void message(const std::string& text) {
+        std::lock_guard lock(m_mutex);
+        clear();
+        std::fprintf(stderr, "prewarmd: %s\n", text.c_str());
+    }
+    void progress(const std::string& name, const ProgressSnapshot& s) {
+        if (m_quiet)
+            return;
+        std::lock_guard lock(m_mutex);
+        if (m_tty) {
+            std::fprintf(stderr, "\r\033[K%s %s", progress_bar(s.ratio(), 30).c_str(),
+                         progress_line(s).c_str());
+            m_line_shown = true;
+        } else {
+            std::fprintf(stderr, "prewarmd: %s: %s\n", name.c_str(), progress_line(s).c_str());
+        }
+        std::fflush(stderr);
+    }
+    void done() {
+        std::lock_guard lock(m_mutex);
+        clear();
+    }
+
+private:
+    void clear() {
+        if (m_line_shown) {
+            std::fputs("\r\033[K", stderr);
+            m_line_shown = false;
+        }
+    }
+
+    std::mutex m_mutex;
+    const bool m_tty;
+    const bool m_quiet;
+    bool m_line_shown = false;
+};
+
+// Runs the job on its own thread; this one takes signals and draws progress.
+int run_job(PrefillJob& job, const Settings& settings, Console& console) {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGUSR1); // the job thread's "finished"
+    sigset_t previous;
+    pthread_sigmask(SIG_BLOCK, &signals, &previous);
+
+    std::atomic<bool> finished{false};
+    const pthread_t main_thread = pthread_self();
+    ProgressSnapshot result;
+    std::thread worker([&] {
+        result = job.run();
+        finished = true;
+        pthread_kill(main_thread, SIGUSR1);
+    });
+
+    int stopped_by = 0;
+    bool backend_full = false;
+    const auto refresh = console.tty() ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    while (!finished) {
+        timespec timeout{refresh.count() / 1000, (refresh.count() % 1000) * 1'000'000};
+        const int sig = sigtimedwait(&signals, nullptr, &timeout);
+        if ((sig == SIGINT || sig == SIGTERM) && !stopped_by) {
+            stopped_by = sig;
+            job.stop(JobState::cancelled,
+                     sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM");
+        }
+        if (finished)
+            break;
+        const auto s = job.snapshot();
+        // Nobody is there to resume a job the backend paused: end it, keeping its checkpoint.
+        if (s.state == JobState::paused && !stopped_by && !backend_full) {
+            backend_full = true;
+            job.stop(JobState::cancelled, s.reason);
+        }
+        if (sig != SIGUSR1)
+            console.progress(settings.path, s);
+    }
+    worker.join();
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    console.done();
+
+    if (settings.json) {
+        nlohmann::json out = result;
+        out["path"] = settings.path;
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        std::fputs(summary_text(settings.path, result).c_str(), stdout);
+    }
+    switch (result.state) {
+    case JobState::done:
+        return exit_done;
+    case JobState::interrupted:
+        return exit_interrupted;
+    case JobState::detached:
+        return exit_detached;
+    case JobState::cancelled:
+        if (stopped_by)
+            return stopped_by == SIGINT ? exit_sigint : exit_sigterm;
+        return backend_full ? exit_backend_full : exit_failed;
+    default:
+        return exit_failed;
+    }
+}
+
+} // namespace
+
+int prefill_command(const std::vector<std::string>& args) {
+    const auto fail = [](int code, const std::string& message) {
+        std::fprintf(stderr, "prewarmd prefill: %s\n", message.c_str());
+        return code;
+    };
+    auto parsed = parse_args(args, prefill_options);
+    if (!parsed)
+        return fail(exit_usage, parsed.error().message);
+    if (parsed->has("help")) {
+        std::fputs(usage().c_str(), stdout);
+        return exit_done;
+    }
+    auto settings = parse_settings(*parsed);
+    if (!settings)
+        return fail(exit_usage, settings.error().message);
+    auto& s = *settings;
+
+    auto device = Device::open(s.path, s.job.mode == Mode::read ? Device::Access::read
+                                                                : Device::Access::write);
+    if (!device) {
+        const int err = -device.error().err;
+        const bool refused = err == EBUSY || err == EROFS || err == EACCES || err == EPERM;
+        return fail(refused ? exit_refused : exit_usage, device.error().message);
+    }
+    const auto& geometry = device->geometry();
+    auto chunk =
+        choose_chunk_bytes(s.job.chunk_bytes, s.chunk_explicit, s.backend_block_bytes, geometry);
+    if (!chunk)
+        return fail(exit_usage, s.path + ": " + chunk.error().message);
+    s.job.chunk_bytes = *chunk;
+    s.job.backend_block_bytes = s.backend_block_bytes;
+
+    if (!s.job.checkpoint_path.empty()) {
+        // A checkpoint of another disk or mode is the caller's mistake: say so now.
+        auto loaded = load_checkpoint(s.job.checkpoint_path);
+        if (loaded && *loaded)
+            if (auto fits = checkpoint_fits(**loaded, device->identity(), geometry.size_bytes,
+                                            to_string(s.job.mode));
+                !fits)
+                return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
+    }
+
+    auto data = device->data_extents();
+    if (!data)
+        return fail(exit_failed, data.error().message);
+    JobTarget target;
+    target.geometry = geometry;
+    target.identity = device->identity();
+    target.regions = regions_to_visit(geometry, *data);
+    target.allocated_bytes = geometry.size_bytes - target.regions.total_bytes();
+
+    Console console(s.json);
+    std::string note;
+    auto engine = make_io_engine(s.io, device->fd(), s.job.queue_depth, note);
+    if (!engine)
+        return fail(exit_failed, engine.error().message);
+    if (!note.empty())
+        console.message(note);
+
+    PrefillJob job(s.job, std::move(target), std::move(*engine), *device,
+                   [&](EventLevel level, const std::string& message) {
+                       console.message((level == EventLevel::warning ? "warning: " : "") + message);
+                   });
+    return run_job(job, s, console);
+}
+
+} // namespace prewarmd

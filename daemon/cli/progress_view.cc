@@ -1,0 +1,72 @@
+#include "cli/progress_view.hh"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/units.hh"
+
+namespace prewarmd {
+namespace {
+
+std::string milliseconds(std::chrono::microseconds us) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f ms", static_cast<double>(us.count()) / 1000.0);
+    return buf;
+}
+
+} // namespace
+
+std::string format_duration(std::chrono::seconds duration) {
+    const auto total = duration.count();
+    char buf[32];
+    if (total < 60)
+        std::snprintf(buf, sizeof buf, "%lld s", static_cast<long long>(total));
+    else if (total < 3600)
+        std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(total / 60),
+                      static_cast<long long>(total % 60));
+    else
+        std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(total / 3600),
+                      static_cast<long long>(total / 60 % 60), static_cast<long long>(total % 60));
+    return buf;
+}
+
+std::string progress_bar(double ratio, int width) {
+    const int filled = static_cast<int>(std::clamp(ratio, 0.0, 1.0) * width + 0.5);
+    return "[" + std::string(static_cast<size_t>(filled), '#') +
+           std::string(static_cast<size_t>(width - filled), '-') + "]";
+}
+
+std::string progress_line(const ProgressSnapshot& s) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%5.1f%%", s.ratio() * 100);
+    std::string line = std::string(pct) + "  " + format_size(s.done_bytes) + " of " +
+                       format_size(s.total_bytes) + "  " + format_rate(s.rate_10s_bytes_per_s);
+    if (s.eta)
+        line += "  ETA " + format_duration(*s.eta);
+    if (s.state != JobState::running)
+        line += "  (" + std::string(to_string(s.state)) + ")";
+    return line;
+}
+
+std::string summary_text(const std::string& name, const ProgressSnapshot& s) {
+    const auto seconds = std::chrono::duration<double>(s.elapsed).count();
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f s", seconds);
+    std::string text = std::string(to_string(s.state)) + ": " + name + ", " +
+                       format_size(s.done_bytes - s.resumed_bytes) + " in " + took + " (" +
+                       format_rate(s.rate_avg_bytes_per_s) + ")";
+    if (s.resumed_bytes)
+        text += ", resumed with " + format_size(s.resumed_bytes) + " done";
+    text += "\n  written " + format_size(s.written_bytes) + ", skipped " +
+            format_size(s.skipped_bytes) + " (held data), read " + format_size(s.read_bytes) + "\n";
+    const auto& l = s.write_latency;
+    if (l.count)
+        text += "  write latency: p50 " + milliseconds(l.p50) + ", p90 " + milliseconds(l.p90) +
+                ", p99 " + milliseconds(l.p99) + ", max " + milliseconds(l.max) + " (" +
+                std::to_string(l.count) + " writes)\n";
+    if (!s.reason.empty())
+        text += "  " + s.reason + "\n";
+    return text;
+}
+
+} // namespace prewarmd

@@ -1,0 +1,96 @@
+#include "engine/plan.hh"
+
+#include <cerrno>
+#include <numeric>
+
+#include "base/units.hh"
+
+namespace prewarmd {
+
+Result<uint64_t> choose_chunk_bytes(uint64_t requested, bool requested_explicitly,
+                                    uint64_t backend_block_bytes, const Geometry& g) {
+    if (g.size_bytes % g.logical_block_bytes != 0)
+        return Error{-EINVAL, "the size, " + std::to_string(g.size_bytes) +
+                                  " bytes, is not a multiple of the logical block size, " +
+                                  std::to_string(g.logical_block_bytes) + " bytes"};
+    if (backend_block_bytes == 0 || backend_block_bytes % g.logical_block_bytes != 0)
+        return Error{-EINVAL, "the backend block, " + format_size(backend_block_bytes) +
+                                  ", is not a multiple of the logical block size, " +
+                                  std::to_string(g.logical_block_bytes) + " bytes"};
+    uint64_t unit = std::lcm(backend_block_bytes, uint64_t{g.dio_align_bytes});
+    if (g.optimal_io_bytes != 0)
+        unit = std::lcm(unit, uint64_t{g.optimal_io_bytes});
+    uint64_t chunk = requested;
+    if (chunk == 0 || chunk % unit != 0) {
+        if (requested_explicitly)
+            return Error{-EINVAL,
+                         "the chunk size, " + format_size(requested) +
+                             ", must be a multiple of the backend block (" +
+                             format_size(backend_block_bytes) + ")" +
+                             (g.optimal_io_bytes ? " and of the device's optimal I/O size (" +
+                                                       format_size(g.optimal_io_bytes) + ")"
+                                                 : std::string()) +
+                             ": " + format_size(unit) + " divides every valid chunk"};
+        chunk = std::max<uint64_t>(1, (chunk + unit - 1) / unit) * unit;
+    }
+    if (chunk > max_chunk_bytes)
+        return Error{-EINVAL, "the chunk size, " + format_size(chunk) + ", exceeds " +
+                                  format_size(max_chunk_bytes)};
+    return chunk;
+}
+
+RangeSet regions_to_visit(const Geometry& g, const RangeSet& file_data) {
+    RangeSet regions;
+    if (g.is_block_device) {
+        regions.add(0, g.size_bytes);
+        return regions;
+    }
+    const uint64_t align = g.dio_align_bytes;
+    uint64_t pos = 0;
+    const auto add_hole = [&](uint64_t begin, uint64_t end) {
+        begin = (begin + align - 1) / align * align;
+        end = end / align * align;
+        regions.add(begin, end);
+    };
+    for (const auto& data : file_data.extents()) {
+        add_hole(pos, std::min(data.offset, g.size_bytes));
+        pos = data.end();
+    }
+    if (pos < g.size_bytes)
+        add_hole(pos, g.size_bytes);
+    return regions;
+}
+
+ChunkPlan::ChunkPlan(RangeSet regions, uint64_t chunk_bytes, RangeSet done)
+    : m_regions(std::move(regions)), m_chunk(chunk_bytes), m_done(std::move(done)) {
+    for (const auto& region : m_regions.extents())
+        for (const auto& d : m_done.extents()) {
+            const uint64_t begin = std::max(region.offset, d.offset);
+            const uint64_t end = std::min(region.end(), d.end());
+            if (begin < end)
+                m_done_bytes += end - begin;
+        }
+    if (!m_regions.empty())
+        m_offset = m_regions.extents()[0].offset;
+}
+
+std::optional<Extent> ChunkPlan::next() {
+    const auto& regions = m_regions.extents();
+    while (m_region < regions.size()) {
+        const auto& region = regions[m_region];
+        if (m_offset >= region.end()) {
+            if (++m_region < regions.size())
+                m_offset = regions[m_region].offset;
+            continue;
+        }
+        // Up to the next multiple of the chunk size, so chunks stay aligned.
+        const uint64_t boundary = (m_offset / m_chunk + 1) * m_chunk;
+        const Extent chunk{m_offset, std::min(boundary, region.end()) - m_offset};
+        m_offset = chunk.end();
+        if (!m_done.covers(chunk.offset, chunk.end()))
+            return chunk;
+    }
+    return std::nullopt;
+}
+
+} // namespace prewarmd

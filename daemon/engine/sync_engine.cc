@@ -1,0 +1,70 @@
+#include "engine/sync_engine.hh"
+
+#include <linux/ioprio.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+namespace prewarmd {
+
+// The calling thread's class: pread and pwrite carry no priority of their own.
+Result<void> SyncEngine::set_idle_priority() {
+    if (::syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)) <
+        0)
+        return errno_error("ioprio_set");
+    return {};
+}
+
+Result<void> SyncEngine::watch(int fd) {
+    m_watch_fd = fd;
+    return {};
+}
+
+Result<void> SyncEngine::queue(const IoRequest& r) {
+    ssize_t n = 0;
+    do {
+        switch (r.op) {
+        case IoOp::read:
+            n = ::pread(m_fd, r.buffer, r.length, static_cast<off_t>(r.offset));
+            break;
+        case IoOp::write:
+            n = ::pwrite(m_fd, r.buffer, r.length, static_cast<off_t>(r.offset));
+            break;
+        case IoOp::fsync:
+            n = ::fdatasync(m_fd);
+            break;
+        }
+    } while (n < 0 && errno == EINTR);
+    m_done.push_back({r.tag, n < 0 ? -errno : n});
+    return {};
+}
+
+Result<void> SyncEngine::reap(std::vector<IoCompletion>& out,
+                              std::optional<Clock::time_point> deadline) {
+    if (!m_done.empty()) {
+        out.insert(out.end(), m_done.begin(), m_done.end());
+        m_done.clear();
+        return {};
+    }
+    int timeout_ms = -1;
+    if (deadline) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
+    }
+    pollfd pfd{m_watch_fd, POLLIN, 0};
+    const int n = ::poll(&pfd, m_watch_fd >= 0 ? 1 : 0, timeout_ms);
+    if (n < 0 && errno != EINTR)
+        return errno_error("poll");
+    if (n > 0 && (pfd.revents & POLLIN)) {
+        uint64_t ignored;
+        while (::read(m_watch_fd, &ignored, sizeof ignored) < 0 && errno == EINTR) {
+        }
+    }
+    return {};
+}
+
+} // namespace prewarmd

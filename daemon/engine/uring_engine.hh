@@ -1,0 +1,41 @@
+// The io_uring engine: requests pipelined in one ring, registered buffers where
+// RLIMIT_MEMLOCK allows, and the job's wake-up eventfd polled in the same ring.
+#pragma once
+
+#include <liburing.h>
+
+#include "engine/io_engine.hh"
+
+namespace prewarmd {
+
+class UringEngine final : public IoEngine {
+public:
+    // Fails with the kernel's errno: -ENOSYS (no io_uring), -EPERM (disabled), ...
+    static Result<std::unique_ptr<UringEngine>> create(int fd, unsigned depth);
+    ~UringEngine() override;
+    UringEngine(const UringEngine&) = delete;
+    UringEngine& operator=(const UringEngine&) = delete;
+
+    std::string name() const override;
+    std::string register_buffers(std::span<const iovec> buffers) override;
+    Result<void> set_idle_priority() override;
+    Result<void> watch(int fd) override;
+    Result<void> queue(const IoRequest& request) override;
+    Result<void> commit() override;
+    Result<void> reap(std::vector<IoCompletion>& out,
+                      std::optional<Clock::time_point> deadline) override;
+
+private:
+    explicit UringEngine(int fd) : m_fd(fd) {}
+    Result<io_uring_sqe*> next_sqe();
+    Result<void> arm_watch();
+
+    static constexpr uint64_t watch_tag = ~uint64_t{0};
+    io_uring m_ring{};
+    int m_fd;
+    int m_watch_fd = -1;
+    bool m_registered = false;
+    uint16_t m_ioprio = 0; // 0: the submitting thread's
+};
+
+} // namespace prewarmd

@@ -1,0 +1,110 @@
+// Progress of one prefill job, the one snapshot that every front end renders
+// (CLI, HTTP, D-Bus, sd_notify), and the windowed rate and latency histogram
+// behind it.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "base/clock.hh"
+
+namespace prewarmd {
+
+// The states of design.md, plus `interrupted`: another writer touched the disk.
+enum class JobState {
+    discovered,
+    skipped,
+    waiting,
+    queued,
+    running,
+    paused,
+    done,
+    failed,
+    cancelled,
+    released,
+    detached,
+    interrupted,
+};
+std::string_view to_string(JobState state);
+bool is_final(JobState state);
+
+// Bytes per second over the last 1 s, 10 s, ...: 100 ms buckets over 10 s.
+class RateWindow {
+public:
+    explicit RateWindow(Clock::time_point start) : m_start(start) {}
+    void add(Clock::time_point now, uint64_t bytes);
+    double rate(Clock::time_point now, std::chrono::milliseconds window) const;
+
+    static constexpr std::chrono::milliseconds bucket{100};
+    static constexpr std::chrono::milliseconds longest{10000};
+
+private:
+    static constexpr size_t bucket_count = longest / bucket + 1;
+    int64_t bucket_of(Clock::time_point t) const { return (t - m_start) / bucket; }
+
+    Clock::time_point m_start;
+    std::array<uint64_t, bucket_count> m_bytes{};
+    std::array<int64_t, bucket_count> m_ids{}; // which bucket a slot holds now
+};
+
+struct LatencySummary {
+    uint64_t count = 0;
+    std::chrono::microseconds p50{0}, p90{0}, p99{0}, max{0};
+};
+
+// Log-linear histogram of latencies: 8 buckets per power of two of microseconds,
+// so a percentile is known to within 12.5%, from 1 us to over an hour.
+class LatencyHistogram {
+public:
+    void record(std::chrono::nanoseconds latency);
+    uint64_t count() const { return m_count; }
+    std::chrono::microseconds percentile(double fraction) const;
+    LatencySummary summary() const;
+    // Observations at or under `bound` (for Prometheus' cumulative buckets).
+    uint64_t count_at_or_under(std::chrono::microseconds bound) const;
+
+    static constexpr size_t sub_buckets = 8;
+    static constexpr size_t bucket_count = 33 * sub_buckets;
+
+private:
+    static size_t index_of(uint64_t us);
+    static uint64_t upper_bound_us(size_t index);
+
+    std::array<uint64_t, bucket_count> m_counts{};
+    uint64_t m_count = 0;
+    uint64_t m_max_us = 0;
+};
+
+struct ProgressSnapshot {
+    JobState state = JobState::queued;
+    std::string reason; // why it is paused, failed, detached, ... ("" otherwise)
+    std::string mode;
+    std::string io_engine; // "io_uring, registered buffers", "pread/pwrite", ...
+    uint64_t total_bytes = 0;
+    uint64_t done_bytes = 0;    // visited: written, skipped or read, including resumed
+    uint64_t resumed_bytes = 0; // done before this run, from the checkpoint
+    uint64_t written_bytes = 0;
+    uint64_t read_bytes = 0;
+    uint64_t skipped_bytes = 0;          // left alone: held data already
+    uint64_t rate_limit_bytes_per_s = 0; // 0: unlimited
+    double rate_1s_bytes_per_s = 0;
+    double rate_10s_bytes_per_s = 0;
+    double rate_avg_bytes_per_s = 0;
+    LatencySummary write_latency;
+    std::optional<std::chrono::seconds> eta;
+    std::chrono::milliseconds elapsed{0};
+
+    double ratio() const {
+        return total_bytes ? static_cast<double>(done_bytes) / static_cast<double>(total_bytes) : 1;
+    }
+};
+
+void to_json(nlohmann::json& out, const ProgressSnapshot& snapshot);
+
+} // namespace prewarmd
