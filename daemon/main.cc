@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/inspect_command.hh"
 #include "cli/prefill_command.hh"
 
 namespace {
@@ -10,7 +11,8 @@ namespace {
 constexpr const char* usage =
     "Usage: prewarmd COMMAND [OPTIONS]\n\n"
     "Commands:\n"
-    "  prefill PATH   warm one disk in the foreground (see prewarmd prefill --help)\n\n"
+    "  prefill PATH   warm one disk in the foreground (see prewarmd prefill --help)\n"
+    "  inspect [DEV]  what the daemon would make of each disk (prewarmd inspect --help)\n\n"
     "Options:\n"
     "  -h, --help     this text\n"
     "      --version  the version\n";
@@ -35,6 +37,8 @@ int main(int argc, char** argv) {
     }
     if (command == "prefill")
         return prewarmd::prefill_command(rest);
+    if (command == "inspect")
+        return prewarmd::inspect_command(rest);
     std::fprintf(stderr, "prewarmd: unknown command '%s' (see prewarmd --help)\n", command.c_str());
     return prewarmd::exit_usage;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -14,7 +15,10 @@
 
 #include "base/args.hh"
 #include "base/units.hh"
+#include "cli/command.hh"
 #include "cli/progress_view.hh"
+#include "discovery/identity.hh"
+#include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
 #include "engine/device.hh"
 #include "engine/job.hh"
@@ -243,21 +247,32 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
     }
 }
 
+// The disk's identity as the daemon knows it, so their checkpoints agree.
+Result<std::string> identify(const Device& device) {
+    if (!device.geometry().is_block_device) {
+        std::error_code ec;
+        const auto real = std::filesystem::canonical(device.path(), ec);
+        return file_identity(ec ? device.path() : real.string(), device.geometry().size_bytes);
+    }
+    auto udev = Udev::open();
+    if (!udev)
+        return udev.error();
+    auto disk = udev->device(device.devnum());
+    if (!disk)
+        return disk.error();
+    return disk_identity(*disk);
+}
+
 } // namespace
 
 int prefill_command(const std::vector<std::string>& args) {
     const auto fail = [](int code, const std::string& message) {
-        std::fprintf(stderr, "prewarmd prefill: %s\n", message.c_str());
-        return code;
+        return command_error("prefill", code, message);
     };
-    auto parsed = parse_args(args, prefill_options);
-    if (!parsed)
-        return fail(exit_usage, parsed.error().message);
-    if (parsed->has("help")) {
-        std::fputs(usage().c_str(), stdout);
-        return exit_done;
-    }
-    auto settings = parse_settings(*parsed);
+    ParsedArgs parsed;
+    if (const auto done = start_command("prefill", args, prefill_options, usage, parsed))
+        return *done;
+    auto settings = parse_settings(parsed);
     if (!settings)
         return fail(exit_usage, settings.error().message);
     auto& s = *settings;
@@ -277,11 +292,14 @@ int prefill_command(const std::vector<std::string>& args) {
     s.job.chunk_bytes = *chunk;
     s.job.backend_block_bytes = s.backend_block_bytes;
 
+    auto identity = identify(*device);
+    if (!identity)
+        return fail(exit_failed, identity.error().message);
     if (!s.job.checkpoint_path.empty()) {
         // A checkpoint of another disk or mode is the caller's mistake: say so now.
         auto loaded = load_checkpoint(s.job.checkpoint_path);
         if (loaded && *loaded)
-            if (auto fits = checkpoint_fits(**loaded, device->identity(), geometry.size_bytes,
+            if (auto fits = checkpoint_fits(**loaded, *identity, geometry.size_bytes,
                                             to_string(s.job.mode));
                 !fits)
                 return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
@@ -292,7 +310,7 @@ int prefill_command(const std::vector<std::string>& args) {
         return fail(exit_failed, data.error().message);
     JobTarget target;
     target.geometry = geometry;
-    target.identity = device->identity();
+    target.identity = *identity;
     target.regions = regions_to_visit(geometry, *data);
     target.allocated_bytes = geometry.size_bytes - target.regions.total_bytes();
 

@@ -10,52 +10,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "base/sysfs.hh"
 
 namespace prewarmd {
 namespace {
-
-std::string read_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\n'))
-        line.pop_back();
-    return line;
-}
-
-// Letters, digits, '.', '_' and '-' only, so the identity is safe in a URL.
-std::string url_safe(const std::string& text) {
-    std::string out;
-    for (const char c : text)
-        out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')
-                   ? c
-                   : '_';
-    return out;
-}
-
-std::string block_identity(const std::string& sysfs, const std::string& kernel_name,
-                           uint64_t size) {
-    const auto size_part = "-" + std::to_string(size);
-    std::error_code ec;
-    const auto real = std::filesystem::canonical(sysfs, ec).string();
-    // Xen: /sys/devices/vbd-51728/block/xvdb
-    if (const auto vbd = real.find("/vbd-"); vbd != std::string::npos) {
-        const auto end = real.find('/', vbd + 5);
-        return "xen-" + url_safe(real.substr(vbd + 5, end - vbd - 5)) + size_part;
-    }
-    for (const auto* attr : {"wwid", "device/wwid"})
-        if (auto wwid = read_line(sysfs + "/" + attr); !wwid.empty())
-            return "wwn-" + url_safe(wwid) + size_part;
-    for (const auto* attr : {"serial", "device/serial"})
-        if (auto serial = read_line(sysfs + "/" + attr); !serial.empty())
-            return "serial-" + url_safe(serial) + size_part;
-    if (auto backing = read_line(sysfs + "/loop/backing_file"); !backing.empty())
-        return "loop-" + url_safe(backing) + size_part;
-    return "dev-" + url_safe(kernel_name) + size_part;
-}
 
 Error open_error(const std::string& path, int err) {
     switch (err) {
@@ -119,9 +78,6 @@ Result<Device> Device::open(const std::string& path, Access access) {
         g.dio_align_bytes = g.logical_block_bytes;
         if (::ioctl(dev.m_fd.get(), BLKGETDISKSEQ, &dev.m_diskseq) < 0)
             dev.m_diskseq = 0;
-        std::error_code ec;
-        const auto name = std::filesystem::canonical(dev.m_sysfs, ec).filename().string();
-        dev.m_identity = block_identity(dev.m_sysfs, name, g.size_bytes);
     } else {
         g.size_bytes = static_cast<uint64_t>(st.st_size);
         g.physical_block_bytes = static_cast<uint32_t>(st.st_blksize);
@@ -133,9 +89,6 @@ Result<Device> Device::open(const std::string& path, Access access) {
             g.logical_block_bytes = sx.stx_dio_offset_align;
             g.dio_align_bytes = std::max(sx.stx_dio_offset_align, sx.stx_dio_mem_align);
         }
-        std::error_code ec;
-        dev.m_identity = "file-" + url_safe(std::filesystem::canonical(path, ec).string()) + "-" +
-                         std::to_string(g.size_bytes);
     }
     return dev;
 }
@@ -152,12 +105,7 @@ Result<RangeSet> Device::data_extents() const {
 std::optional<uint64_t> Device::written_sectors() const {
     if (m_sysfs.empty())
         return std::nullopt;
-    std::istringstream fields(read_line(m_sysfs + "/stat"));
-    uint64_t values[7] = {};
-    for (auto& v : values)
-        if (!(fields >> v))
-            return std::nullopt;
-    return values[6]; // read I/Os, merges, sectors, ticks; write I/Os, merges, sectors
+    return sectors_written(m_rdev);
 }
 
 bool Device::present() const {
@@ -166,12 +114,12 @@ bool Device::present() const {
     struct stat st {};
     if (::stat((m_sysfs + "/dev").c_str(), &st) < 0)
         return false;
-    const auto numbers = read_line(m_sysfs + "/dev");
+    const auto numbers = read_first_line(m_sysfs + "/dev");
     if (numbers != std::to_string(major(m_rdev)) + ":" + std::to_string(minor(m_rdev)))
         return false;
     // The same numbers may now name another disk; its sequence number tells.
     if (m_diskseq != 0) {
-        const auto seq = read_line(m_sysfs + "/diskseq");
+        const auto seq = read_first_line(m_sysfs + "/diskseq");
         if (!seq.empty() && seq != std::to_string(m_diskseq))
             return false;
     }

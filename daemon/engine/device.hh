@@ -47,9 +47,10 @@ public:
     int fd() const { return m_fd.get(); }
     const std::string& path() const { return m_path; }
     const Geometry& geometry() const { return m_geometry; }
-    // A stable name for the disk, for checkpoints: the Xen vbd number, WWN, serial
-    // or a loop device's backing file, with the size; for files, the real path.
-    const std::string& identity() const { return m_identity; }
+    dev_t devnum() const { return m_rdev; } // 0 for files
+    // The sequence number of the disk the descriptor refers to (0: none given). A
+    // decision taken on a name stands only while this matches the udev event's.
+    uint64_t diskseq() const { return m_diskseq; }
     // Regular files: their data extents (already allocated); empty for devices.
     Result<RangeSet> data_extents() const;
 
@@ -65,7 +66,6 @@ private:
     dev_t m_rdev = 0;
     uint64_t m_diskseq = 0; // 0: the kernel gives none
     Geometry m_geometry;
-    std::string m_identity;
 };
 
 } // namespace prewarmd

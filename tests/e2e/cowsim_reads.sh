@@ -9,7 +9,8 @@ small=$(dev_of small) odd=$(dev_of odd) big=$(dev_of big)
 
 cmp -n $((64 * MiB)) "$small" /dev/zero || fail "a fresh disk does not read as zeros"
 pass "a fresh 64 MiB disk reads as zeros"
-check_eq "$(stat_of small hole_bytes_read)" $((64 * MiB)) "bytes served as holes"
+# At least: where udevd runs, its probe of a new disk reads some too.
+check_ge "$(stat_of small hole_bytes_read)" $((64 * MiB)) "bytes served as holes"
 check_eq "$(stat_of small backend_bytes_read)" 0 "backend bytes read for holes"
 
 head -c $((1 * MiB)) /dev/urandom >"$TEST_DIR/pattern"

@@ -48,9 +48,16 @@ require_devices() {
 TEST_DIR=$(mktemp -d /var/tmp/prewarmd-e2e.XXXXXX)
 SIM=$TEST_DIR/sim
 
+# What a test made beyond its simulator, undone in reverse order at cleanup.
+undo=()
+on_cleanup() { undo=("$*" "${undo[@]+"${undo[@]}"}"); }
+
 cleanup() {
-    local rc=$?
+    local rc=$? step
     trap - EXIT INT TERM
+    for step in "${undo[@]+"${undo[@]}"}"; do
+        eval "$step" >&2 || rc=1
+    done
     "$simdisk" down --state "$SIM" >&2 || rc=1
     rm -rf "$TEST_DIR"
     exit "$rc"
@@ -79,4 +86,38 @@ sha() { sha256sum <"$1" | cut -d' ' -f1; }
 run_status() {
     status=0
     "$@" || status=$?
+}
+
+# A loop device over a new sparse file of SIZE, in $LOOP; extra arguments go to
+# losetup. Detached at cleanup, by its backing file, not its name. (Not to be run
+# in $(...): the cleanup it registers would stay in the subshell.)
+loop_file() { # NAME SIZE [LOSETUP ARGS...]
+    local name=$1 size=$2
+    shift 2
+    truncate -s "$size" "$TEST_DIR/$name.raw"
+    LOOP=$(losetup --find --show "$@" "$TEST_DIR/$name.raw")
+    on_cleanup "detach_if_ours $LOOP $TEST_DIR/$name.raw"
+}
+
+detach_if_ours() { # DEV FILE
+    local backing=/sys/block/$(basename "$1")/loop/backing_file
+    [[ -r $backing && $(cat "$backing") == "$2" ]] || return 0
+    partx -d "$1" 2>/dev/null || true
+    losetup -d "$1"
+}
+
+mount_for_test() { # DEV DIR
+    mkdir -p "$2"
+    mount "$1" "$2"
+    on_cleanup "umount $2"
+}
+
+# udevd, started for this test when none runs, and stopped again at cleanup.
+require_udevd() {
+    pgrep -x systemd-udevd >/dev/null && return 0
+    [[ -x /lib/systemd/systemd-udevd ]] || cannot_run "no /lib/systemd/systemd-udevd (package udev)"
+    /lib/systemd/systemd-udevd --daemon 2>/dev/null || cannot_run "systemd-udevd does not start"
+    local pid
+    pid=$(pgrep -x systemd-udevd) || cannot_run "systemd-udevd did not stay up"
+    on_cleanup "kill $pid"
 }

@@ -1,0 +1,18 @@
+// Reading the kernel's small text files: sysfs attributes, /proc tables.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace prewarmd {
+
+std::string read_text(const std::string& path); // "" when unreadable
+std::string read_first_line(const std::string& path);
+// 512-byte sectors written to a block device by anyone since boot, from
+// /sys/dev/block/MAJ:MIN/stat; nullopt when the kernel has no such device.
+std::optional<uint64_t> sectors_written(dev_t devnum);
+
+} // namespace prewarmd

@@ -1,0 +1,25 @@
+// What every command does first: parse its arguments, answer --help, or say what
+// is wrong in one line.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/args.hh"
+
+namespace prewarmd {
+
+// Prints "prewarmd COMMAND: MESSAGE" on standard error; returns `code`.
+int command_error(std::string_view command, int code, const std::string& message);
+
+// Parses `args` into `out`. Returns the exit code to leave with (after --help, or a
+// bad argument), or nullopt to go on.
+std::optional<int> start_command(std::string_view command, const std::vector<std::string>& args,
+                                 std::span<const OptionSpec> specs,
+                                 const std::function<std::string()>& usage, ParsedArgs& out);
+
+} // namespace prewarmd

@@ -1,0 +1,101 @@
+#include "discovery/grace.hh"
+
+#include <sys/inotify.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/sysfs.hh"
+#include "safety/system.hh"
+
+namespace prewarmd {
+
+Result<AttachGrace> AttachGrace::create() {
+    AttachGrace g;
+    g.m_inotify.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!g.m_inotify)
+        return errno_error("inotify");
+    return g;
+}
+
+Result<void> AttachGrace::watch(const std::string& key, const std::string& devnode, dev_t devnum,
+                                Clock::time_point until) {
+    forget(key);
+    const int wd = ::inotify_add_watch(m_inotify.get(), devnode.c_str(), IN_OPEN | IN_CLOSE_WRITE);
+    if (wd < 0)
+        return errno_error("watch " + devnode);
+    m_watched[wd] = {key, devnode, devnum, wd, Clock::now(), until, sectors_written(devnum), {}};
+    return {};
+}
+
+void AttachGrace::forget(const std::string& key) {
+    for (auto it = m_watched.begin(); it != m_watched.end(); ++it)
+        if (it->second.key == key) {
+            ::inotify_rm_watch(m_inotify.get(), it->first);
+            m_watched.erase(it);
+            return;
+        }
+}
+
+void AttachGrace::on_readable() {
+    alignas(inotify_event) char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(m_inotify.get(), buffer, sizeof buffer);
+        if (n <= 0)
+            return;
+        for (ssize_t at = 0; at < n;) {
+            const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+            at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+            const auto it = m_watched.find(event->wd);
+            if (it == m_watched.end() || !it->second.in_use.empty())
+                continue;
+            auto& w = it->second;
+            if (event->mask & IN_CLOSE_WRITE) {
+                // udev only reads: whoever opened it to write is someone else.
+                w.in_use = "opened for writing by another process";
+            } else if (event->mask & IN_OPEN) {
+                for (const auto& opener : find_openers({w.devnum}))
+                    if (!is_udev_worker(opener)) {
+                        w.in_use = "opened by " + opener.comm + " (pid " +
+                                   std::to_string(opener.pid) + ")";
+                        break;
+                    }
+            }
+        }
+    }
+}
+
+std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point now) {
+    std::vector<Outcome> decided;
+    for (auto it = m_watched.begin(); it != m_watched.end();) {
+        auto& w = it->second;
+        if (w.in_use.empty() && now < w.until) {
+            ++it;
+            continue;
+        }
+        if (w.in_use.empty()) {
+            const auto after = sectors_written(w.devnum);
+            if (after && w.sectors_written && *after > *w.sectors_written)
+                w.in_use = "written to by another process (" +
+                           std::to_string((*after - *w.sectors_written) * 512) + " bytes)";
+        }
+        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - w.started);
+        decided.push_back(
+            {w.key, !w.in_use.empty(),
+             w.in_use.empty() ? "quiet for " + std::to_string(seconds.count()) + " s" : w.in_use});
+        ::inotify_rm_watch(m_inotify.get(), it->first);
+        it = m_watched.erase(it);
+    }
+    return decided;
+}
+
+std::optional<Clock::time_point> AttachGrace::next_deadline() const {
+    std::optional<Clock::time_point> next;
+    for (const auto& [wd, w] : m_watched)
+        if (!next || w.until < *next)
+            next = w.until;
+    return next;
+}
+
+} // namespace prewarmd

@@ -1,0 +1,51 @@
+// Whether a disk may be touched, with reasons a person can read: `eligible` (blank
+// and unused: may be warmed by itself), `needs-request` (holds data: only an
+// explicit request may warm it, unmounted) or `refused` (in use or read-only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discovery/disk_info.hh"
+#include "safety/signatures.hh"
+#include "safety/system.hh"
+
+namespace prewarmd {
+
+enum class Verdict { eligible, needs_request, refused };
+std::string_view to_string(Verdict verdict);
+
+struct DiskFacts {
+    uint64_t size_bytes = 0;
+    uint32_t logical_block_bytes = 0;
+    uint32_t physical_block_bytes = 0;
+    uint32_t optimal_io_bytes = 0;
+    bool rotational = false;
+    bool read_only = false;
+    bool removable = false;
+    std::vector<std::string> partitions;
+    std::vector<Signature> signatures;
+};
+
+struct Classification {
+    Verdict verdict = Verdict::refused;
+    std::vector<std::string> reasons;
+    DiskFacts facts;
+};
+
+// What the system around the disk looks like, read once for a round of decisions.
+struct SystemView {
+    std::vector<MountEntry> mounts;
+    std::vector<std::string> swaps;
+    SysBlock sys;
+    static SystemView read();
+};
+
+// Classifies through `fd`, an open descriptor of the whole disk: the one the job
+// will write through, so the answer is about that disk and no other. Holds
+// flock(LOCK_EX) on it while probing, so udev does not probe half-written metadata.
+Classification classify(const DiskInfo& disk, int fd, const SystemView& system);
+
+} // namespace prewarmd

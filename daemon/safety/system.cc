@@ -1,0 +1,192 @@
+#include "safety/system.hh"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/sysfs.hh"
+
+namespace prewarmd {
+namespace {
+
+std::vector<std::string> list_dir(const std::string& path) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(path, ec))
+        names.push_back(entry.path().filename().string());
+    return names;
+}
+
+std::string majmin_of_path(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) < 0 || !S_ISBLK(st.st_mode))
+        return {};
+    return std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+}
+
+} // namespace
+
+std::string unescape_octal(std::string_view text) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '3' &&
+            text[i + 2] >= '0' && text[i + 2] <= '7' && text[i + 3] >= '0' && text[i + 3] <= '7') {
+            out += static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 +
+                                     (text[i + 3] - '0'));
+            i += 3;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue"
+std::vector<MountEntry> parse_mountinfo(std::string_view text) {
+    std::vector<MountEntry> mounts;
+    std::istringstream lines{std::string(text)};
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::istringstream fields(line);
+        std::string id, parent, majmin, root, point, word;
+        if (!(fields >> id >> parent >> majmin >> root >> point))
+            continue;
+        while (fields >> word && word != "-") {
+        }
+        std::string fstype, source;
+        fields >> fstype >> source;
+        mounts.push_back({majmin, unescape_octal(point), unescape_octal(source)});
+    }
+    return mounts;
+}
+
+std::vector<std::string> parse_swaps(std::string_view text) {
+    std::vector<std::string> swaps;
+    std::istringstream lines{std::string(text)};
+    std::string line;
+    std::getline(lines, line); // header
+    while (std::getline(lines, line)) {
+        std::istringstream fields(line);
+        std::string name;
+        if (fields >> name)
+            swaps.push_back(unescape_octal(name));
+    }
+    return swaps;
+}
+
+std::string SysBlock::dir_of(const std::string& name) const {
+    return m_root + "/class/block/" + name;
+}
+
+std::string SysBlock::attribute(const std::string& name, const std::string& path) const {
+    return read_first_line(dir_of(name) + "/" + path);
+}
+
+std::vector<std::string> SysBlock::partitions(const std::string& disk) const {
+    std::vector<std::string> parts;
+    for (const auto& entry : list_dir(dir_of(disk)))
+        if (entry.rfind(disk, 0) == 0 &&
+            std::filesystem::exists(dir_of(disk) + "/" + entry + "/partition"))
+            parts.push_back(entry);
+    return parts;
+}
+
+std::vector<std::string> SysBlock::holders(const std::string& name) const {
+    return list_dir(dir_of(name) + "/holders");
+}
+
+std::set<std::string> SysBlock::base_disks(const std::string& name) const {
+    std::set<std::string> disks;
+    if (std::filesystem::exists(dir_of(name) + "/partition")) {
+        // A partition's directory lies inside its disk's.
+        std::error_code ec;
+        const auto real = std::filesystem::canonical(dir_of(name), ec);
+        if (!ec)
+            disks.insert(real.parent_path().filename().string());
+        return disks;
+    }
+    const auto slaves = list_dir(dir_of(name) + "/slaves");
+    if (slaves.empty()) {
+        disks.insert(name);
+        return disks;
+    }
+    for (const auto& slave : slaves)
+        for (const auto& disk : base_disks(slave))
+            disks.insert(disk);
+    return disks;
+}
+
+std::string SysBlock::name_of(const std::string& majmin) const {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(m_root + "/dev/block/" + majmin, ec);
+    return ec ? std::string() : real.filename().string();
+}
+
+ProtectedDisks find_protected_disks(const std::vector<MountEntry>& mounts,
+                                    const std::vector<std::string>& swaps, const SysBlock& sys) {
+    ProtectedDisks out;
+    const auto add_disks_under = [&](const std::string& majmin, std::set<std::string>& into) {
+        const auto name = sys.name_of(majmin);
+        if (name.empty())
+            return;
+        for (const auto& disk : sys.base_disks(name)) {
+            const auto numbers = sys.attribute(disk, "dev");
+            if (!numbers.empty())
+                into.insert(numbers);
+        }
+    };
+    for (const auto& m : mounts) {
+        if (m.mount_point != "/" && m.mount_point != "/boot" && m.mount_point != "/boot/efi")
+            continue;
+        auto& into = m.mount_point == "/" ? out.root : out.boot;
+        add_disks_under(m.majmin, into);
+        // Some file systems (btrfs) show an anonymous number; their source names the device.
+        if (const auto numbers = majmin_of_path(m.source); !numbers.empty())
+            add_disks_under(numbers, into);
+    }
+    for (const auto& swap : swaps)
+        if (const auto numbers = majmin_of_path(swap); !numbers.empty())
+            add_disks_under(numbers, out.swap);
+    return out;
+}
+
+std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
+    std::vector<Opener> openers;
+    const pid_t self = ::getpid();
+    DIR* proc = ::opendir("/proc");
+    if (!proc)
+        return openers;
+    while (const dirent* entry = ::readdir(proc)) {
+        const std::string pid_text = entry->d_name;
+        if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+        if (pid == self)
+            continue;
+        const std::string fd_dir = "/proc/" + pid_text + "/fd";
+        bool holds = false;
+        for (const auto& fd : list_dir(fd_dir)) {
+            struct stat st {};
+            if (::stat((fd_dir + "/" + fd).c_str(), &st) == 0 && S_ISBLK(st.st_mode) &&
+                devices.count(st.st_rdev)) {
+                holds = true;
+                break;
+            }
+        }
+        if (holds)
+            openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm")});
+    }
+    ::closedir(proc);
+    return openers;
+}
+
+bool is_udev_worker(const Opener& opener) {
+    return opener.comm == "systemd-udevd" || opener.comm == "(udev-worker)";
+}
+
+} // namespace prewarmd

@@ -1,0 +1,62 @@
+// What the rest of the system does with block devices: mounts, swap, stacked
+// devices (holders), and processes holding them open. Parsers take the text of
+// /proc files so tests can feed them; sysfs walks take a root for the same reason.
+#pragma once
+
+#include <sys/types.h>
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discovery/match.hh"
+
+namespace prewarmd {
+
+struct MountEntry {
+    std::string majmin; // of the mounted device ("0:45" for btrfs and the like)
+    std::string mount_point;
+    std::string source; // /dev/xvdb1, ...
+};
+
+std::vector<MountEntry> parse_mountinfo(std::string_view text);
+// The Filename column of /proc/swaps, octal escapes undone.
+std::vector<std::string> parse_swaps(std::string_view text);
+// Undoes the kernel's \040-style escapes in /proc file fields.
+std::string unescape_octal(std::string_view text);
+
+class SysBlock {
+public:
+    explicit SysBlock(std::string sys_root = "/sys") : m_root(std::move(sys_root)) {}
+
+    // Kernel names of a disk's partitions.
+    std::vector<std::string> partitions(const std::string& disk) const;
+    // What stacks on a block device: dm-0, md0, ...
+    std::vector<std::string> holders(const std::string& name) const;
+    // The whole disks a device rests on: itself for a disk, its disk for a
+    // partition, the disks below a dm or md device (recursively).
+    std::set<std::string> base_disks(const std::string& name) const;
+    // The kernel name of a device by major:minor ("" when unknown).
+    std::string name_of(const std::string& majmin) const;
+    std::string attribute(const std::string& name, const std::string& path) const;
+
+private:
+    std::string dir_of(const std::string& name) const; // /sys/class/block/NAME
+    std::string m_root;
+};
+
+// The whole disks (major:minor) under /, /boot and active swap.
+ProtectedDisks find_protected_disks(const std::vector<MountEntry>& mounts,
+                                    const std::vector<std::string>& swaps, const SysBlock& sys);
+
+struct Opener {
+    pid_t pid = 0;
+    std::string comm;
+};
+// Processes other than this one holding any of `devices` open (from /proc/*/fd).
+std::vector<Opener> find_openers(const std::set<dev_t>& devices);
+// udev's own workers, which open a disk to probe it.
+bool is_udev_worker(const Opener& opener);
+
+} // namespace prewarmd

@@ -1,0 +1,165 @@
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "safety/system.hh"
+#include "temp_dir.hh"
+
+using namespace prewarmd;
+namespace fs = std::filesystem;
+
+TEST_CASE("mountinfo: major:minor, mount point and source, escapes undone") {
+    const auto mounts =
+        parse_mountinfo("22 1 202:1 / / rw,relatime shared:1 - ext4 /dev/xvda1 rw\n"
+                        "40 22 202:17 / /mnt/my\\040data rw master:2 - xfs /dev/xvdb1 rw\n"
+                        "41 22 0:45 / /srv rw - btrfs /dev/xvdc rw,space_cache\n"
+                        "garbage\n");
+    REQUIRE(mounts.size() == 3);
+    CHECK(mounts[0].majmin == "202:1");
+    CHECK(mounts[0].mount_point == "/");
+    CHECK(mounts[0].source == "/dev/xvda1");
+    CHECK(mounts[1].mount_point == "/mnt/my data");
+    CHECK(mounts[2].majmin == "0:45");
+    CHECK(mounts[2].source == "/dev/xvdc");
+}
+
+TEST_CASE("swaps: the file names") {
+    const auto swaps =
+        parse_swaps("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+                    "/dev/xvdb2                              partition\t1048572\t0\t-2\n"
+                    "/swap\\040file                          file\t\t524284\t0\t-3\n");
+    REQUIRE(swaps.size() == 2);
+    CHECK(swaps[0] == "/dev/xvdb2");
+    CHECK(swaps[1] == "/swap file");
+    CHECK(parse_swaps("Filename Type Size Used Priority\n").empty());
+}
+
+namespace {
+
+// A sysfs tree: /sys/class/block/NAME -> ../../devices/.../NAME, as the kernel lays it out.
+class FakeSys {
+public:
+    FakeSys() {
+        fs::create_directories(m_dir.file("sys/class/block"));
+        fs::create_directories(m_dir.file("sys/dev/block"));
+    }
+    std::string root() const { return m_dir.file("sys"); }
+    void disk(const std::string& name, const std::string& majmin, const std::string& parent = "") {
+        const auto device = parent.empty() ? "devices/virtual/block/" + name
+                                           : dir_of(parent).substr(root().size() + 1) + "/" + name;
+        fs::create_directories(root() + "/" + device);
+        write(root() + "/" + device + "/dev", majmin);
+        if (!parent.empty())
+            write(root() + "/" + device + "/partition", "1");
+        fs::create_directories(root() + "/" + device + "/holders");
+        fs::create_directories(root() + "/" + device + "/slaves");
+        fs::create_directory_symlink("../../" + device, root() + "/class/block/" + name);
+        fs::create_directory_symlink("../../" + device, root() + "/dev/block/" + majmin);
+    }
+    void stack(const std::string& upper, const std::string& lower) {
+        fs::create_directory_symlink("../../" + name_path(lower),
+                                     dir_of(upper) + "/slaves/" + lower);
+        fs::create_directory_symlink("../../" + name_path(upper),
+                                     dir_of(lower) + "/holders/" + upper);
+    }
+
+private:
+    std::string dir_of(const std::string& name) const {
+        return fs::canonical(root() + "/class/block/" + name).string();
+    }
+    std::string name_path(const std::string& name) const { return dir_of(name); }
+    static void write(const std::string& path, const std::string& text) {
+        std::ofstream(path) << text << "\n";
+    }
+    TempDir m_dir;
+};
+
+} // namespace
+
+TEST_CASE("sysfs: partitions, holders, and the disks under a stack") {
+    FakeSys f;
+    f.disk("xvda", "202:0");
+    f.disk("xvda1", "202:1", "xvda");
+    f.disk("xvda2", "202:2", "xvda");
+    f.disk("xvdb", "202:16");
+    f.disk("xvdc", "202:32");
+    f.disk("md0", "9:0");
+    f.disk("dm-0", "253:0");
+    f.stack("md0", "xvdb");
+    f.stack("md0", "xvdc");
+    f.stack("dm-0", "md0");
+    const SysBlock sys(f.root());
+
+    auto parts = sys.partitions("xvda");
+    std::sort(parts.begin(), parts.end());
+    CHECK(parts == std::vector<std::string>{"xvda1", "xvda2"});
+    CHECK(sys.partitions("xvdb").empty());
+    CHECK(sys.holders("xvdb") == std::vector<std::string>{"md0"});
+    CHECK(sys.base_disks("xvda2") == std::set<std::string>{"xvda"});
+    CHECK(sys.base_disks("dm-0") == std::set<std::string>{"xvdb", "xvdc"});
+    CHECK(sys.name_of("202:1") == "xvda1");
+
+    // Root on xvda1, /boot nowhere near, root of another mount on LVM over md.
+    const auto p = find_protected_disks(
+        {{"202:1", "/", "/dev/xvda1"}, {"253:0", "/boot", "/nonexistent"}}, {}, sys);
+    CHECK(p.root == std::set<std::string>{"202:0"});
+    CHECK(p.boot == std::set<std::string>{"202:16", "202:32"});
+    CHECK(p.swap.empty());
+}
+
+TEST_CASE("openers: another process holding a block device open is found") {
+    std::string node;
+    for (const auto& entry : fs::directory_iterator("/dev")) {
+        struct stat st {};
+        if (::stat(entry.path().c_str(), &st) == 0 && S_ISBLK(st.st_mode) &&
+            ::access(entry.path().c_str(), R_OK) == 0) {
+            node = entry.path();
+            break;
+        }
+    }
+    if (node.empty()) {
+        MESSAGE("no readable block device here: skipping the openers check");
+        return;
+    }
+    struct stat st {};
+    REQUIRE(::stat(node.c_str(), &st) == 0);
+    // sleep, with the device as its standard input; nothing inherited from us.
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, node.c_str(), O_RDONLY, 0);
+    char arg0[] = "sleep", arg1[] = "30";
+    char* argv[] = {arg0, arg1, nullptr};
+    pid_t child = 0;
+    REQUIRE(::posix_spawnp(&child, "sleep", &actions, nullptr, argv, environ) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    const int own = ::open(node.c_str(), O_RDONLY | O_CLOEXEC); // ours never counts
+
+    std::vector<Opener> found;
+    const auto sleeping = [&](const Opener& o) { return o.pid == child && o.comm == "sleep"; };
+    for (int i = 0; i < 200; ++i) {
+        found = find_openers({st.st_rdev});
+        if (std::any_of(found.begin(), found.end(), sleeping))
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(std::any_of(found.begin(), found.end(), sleeping));
+    CHECK(std::none_of(found.begin(), found.end(),
+                       [](const Opener& o) { return o.pid == ::getpid(); }));
+    CHECK_FALSE(is_udev_worker({child, "sleep"}));
+    CHECK(is_udev_worker({1, "(udev-worker)"}));
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ::close(own);
+}
