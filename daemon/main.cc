@@ -3,16 +3,20 @@
 #include <string>
 #include <vector>
 
+#include "cli/config_command.hh"
 #include "cli/inspect_command.hh"
 #include "cli/prefill_command.hh"
+#include "cli/run_command.hh"
 
 namespace {
 
 constexpr const char* usage =
-    "Usage: prewarmd COMMAND [OPTIONS]\n\n"
+    "Usage: prewarmd [COMMAND] [OPTIONS]\n\n"
     "Commands:\n"
+    "  run            the service, the default (see prewarmd run --help)\n"
     "  prefill PATH   warm one disk in the foreground (see prewarmd prefill --help)\n"
-    "  inspect [DEV]  what the daemon would make of each disk (prewarmd inspect --help)\n\n"
+    "  inspect [DEV]  what the daemon would make of each disk (prewarmd inspect --help)\n"
+    "  config         check a configuration file, or print the example\n\n"
     "Options:\n"
     "  -h, --help     this text\n"
     "      --version  the version\n";
@@ -21,10 +25,10 @@ constexpr const char* usage =
 
 int main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) {
-        std::fputs(usage, stderr);
-        return prewarmd::exit_usage;
-    }
+    // No command, or options first: the service.
+    if (args.empty() || (args[0].size() > 1 && args[0][0] == '-' && args[0] != "-h" &&
+                         args[0] != "--help" && args[0] != "--version"))
+        return prewarmd::run_command(args);
     const auto& command = args[0];
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "-h" || command == "--help") {
@@ -35,8 +39,12 @@ int main(int argc, char** argv) {
         std::printf("prewarmd %s\n", PREWARMD_VERSION);
         return prewarmd::exit_done;
     }
+    if (command == "run")
+        return prewarmd::run_command(rest);
     if (command == "prefill")
         return prewarmd::prefill_command(rest);
+    if (command == "config")
+        return prewarmd::config_command(rest);
     if (command == "inspect")
         return prewarmd::inspect_command(rest);
     std::fprintf(stderr, "prewarmd: unknown command '%s' (see prewarmd --help)\n", command.c_str());

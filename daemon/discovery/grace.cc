@@ -25,7 +25,10 @@ Result<void> AttachGrace::watch(const std::string& key, const std::string& devno
     const int wd = ::inotify_add_watch(m_inotify.get(), devnode.c_str(), IN_OPEN | IN_CLOSE_WRITE);
     if (wd < 0)
         return errno_error("watch " + devnode);
-    m_watched[wd] = {key, devnode, devnum, wd, Clock::now(), until, sectors_written(devnum), {}};
+    auto& w = m_watched[wd] = {
+        key, devnode, devnum, wd, Clock::now(), until, sectors_written(devnum), {}};
+    // Whoever opened it between its attach and now counts too.
+    check_openers(w);
     return {};
 }
 
@@ -55,12 +58,7 @@ void AttachGrace::on_readable() {
                 // udev only reads: whoever opened it to write is someone else.
                 w.in_use = "opened for writing by another process";
             } else if (event->mask & IN_OPEN) {
-                for (const auto& opener : find_openers({w.devnum}))
-                    if (!is_udev_worker(opener)) {
-                        w.in_use = "opened by " + opener.comm + " (pid " +
-                                   std::to_string(opener.pid) + ")";
-                        break;
-                    }
+                check_openers(w);
             }
         }
     }
@@ -90,11 +88,21 @@ std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point no
     return decided;
 }
 
+void AttachGrace::check_openers(Watched& w) {
+    for (const auto& opener : find_openers({w.devnum}))
+        if (!is_udev_worker(opener)) {
+            w.in_use = "opened by " + opener.comm + " (pid " + std::to_string(opener.pid) + ")";
+            return;
+        }
+}
+
 std::optional<Clock::time_point> AttachGrace::next_deadline() const {
     std::optional<Clock::time_point> next;
-    for (const auto& [wd, w] : m_watched)
-        if (!next || w.until < *next)
-            next = w.until;
+    for (const auto& [wd, w] : m_watched) {
+        const auto when = w.in_use.empty() ? w.until : w.started; // decided: at once
+        if (!next || when < *next)
+            next = when;
+    }
     return next;
 }
 

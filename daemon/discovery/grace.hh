@@ -51,6 +51,8 @@ private:
         std::optional<uint64_t> sectors_written;
         std::string in_use; // why, once seen
     };
+    static void check_openers(Watched& w);
+
     UniqueFd m_inotify;
     std::map<int, Watched> m_watched; // by watch descriptor
 };

@@ -1,20 +1,16 @@
 #include "engine/checkpoint.hh"
 
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.hh"
-#include "base/crc32c.hh"
+#include "base/sealed.hh"
 
 namespace prewarmd {
 namespace {
-
-constexpr std::string_view magic = "prewarmd-checkpoint 1 crc32c=";
 
 Error damaged(const std::string& why) {
     return Error{-EBADMSG, "damaged checkpoint: " + why};
@@ -36,26 +32,17 @@ std::string format_checkpoint(const Checkpoint& c) {
         {"skipped_bytes", c.skipped_bytes},
         {"complete", c.complete},
     };
-    const auto text = body.dump() + "\n";
-    char crc[9];
-    std::snprintf(crc, sizeof crc, "%08" PRIx32, crc32c(text));
-    return std::string(magic) + crc + "\n" + text;
+    return seal("checkpoint", 1, body.dump() + "\n");
 }
 
 Result<Checkpoint> parse_checkpoint(std::string_view text) {
-    const auto nl = text.find('\n');
-    if (nl == std::string_view::npos || text.substr(0, magic.size()) != magic ||
-        nl != magic.size() + 8)
-        return damaged("no header line");
-    const auto body = text.substr(nl + 1);
-    char crc[9];
-    std::snprintf(crc, sizeof crc, "%08" PRIx32, crc32c(body));
-    if (text.substr(magic.size(), 8) != crc)
-        return damaged("checksum mismatch");
+    auto body = unseal("checkpoint", 1, text);
+    if (!body)
+        return damaged(body.error().message);
 
     Checkpoint c;
     try {
-        const auto json = nlohmann::json::parse(body);
+        const auto json = nlohmann::json::parse(*body);
         const auto field = [&](const char* key, nlohmann::json::value_t type) -> const auto& {
             const auto& v = json.at(key);
             if (v.type() != type)

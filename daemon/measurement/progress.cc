@@ -37,6 +37,13 @@ std::string_view to_string(JobState state) {
     return "unknown";
 }
 
+std::optional<JobState> parse_job_state(std::string_view name) {
+    for (int i = 0; i <= static_cast<int>(JobState::interrupted); ++i)
+        if (to_string(static_cast<JobState>(i)) == name)
+            return static_cast<JobState>(i);
+    return std::nullopt;
+}
+
 bool is_final(JobState state) {
     switch (state) {
     case JobState::done:

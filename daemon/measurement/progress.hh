@@ -32,6 +32,7 @@ enum class JobState {
     interrupted,
 };
 std::string_view to_string(JobState state);
+std::optional<JobState> parse_job_state(std::string_view name);
 bool is_final(JobState state);
 
 // Bytes per second over the last 1 s, 10 s, ...: 100 ms buckets over 10 s.

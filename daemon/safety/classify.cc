@@ -57,6 +57,13 @@ std::string_view to_string(Verdict verdict) {
     return "unknown";
 }
 
+std::string Classification::reasons_text() const {
+    std::string out;
+    for (const auto& r : reasons)
+        out += (out.empty() ? "" : "; ") + r;
+    return out;
+}
+
 SystemView SystemView::read() {
     return {parse_mountinfo(read_text("/proc/self/mountinfo")),
             parse_swaps(read_text("/proc/swaps")), SysBlock()};

@@ -33,6 +33,8 @@ struct Classification {
     Verdict verdict = Verdict::refused;
     std::vector<std::string> reasons;
     DiskFacts facts;
+
+    std::string reasons_text() const; // "mounted at /mnt; has ext4 filesystem (...)"
 };
 
 // What the system around the disk looks like, read once for a round of decisions.

@@ -116,8 +116,57 @@ mount_for_test() { # DEV DIR
 require_udevd() {
     pgrep -x systemd-udevd >/dev/null && return 0
     [[ -x /lib/systemd/systemd-udevd ]] || cannot_run "no /lib/systemd/systemd-udevd (package udev)"
-    /lib/systemd/systemd-udevd --daemon 2>/dev/null || cannot_run "systemd-udevd does not start"
-    local pid
-    pid=$(pgrep -x systemd-udevd) || cannot_run "systemd-udevd did not stay up"
-    on_cleanup "kill $pid"
+    # In the foreground, as our own child: its pid is certain, not a pgrep's guess.
+    /lib/systemd/systemd-udevd >/dev/null 2>&1 &
+    local pid=$!
+    on_cleanup "kill $pid; wait $pid 2>/dev/null || true"
+    local _
+    for _ in $(seq 50); do
+        udevadm control --ping 2>/dev/null && return 0
+        kill -0 "$pid" 2>/dev/null || cannot_run "systemd-udevd does not start"
+        sleep 0.1
+    done
+    cannot_run "systemd-udevd does not answer"
 }
+
+# The daemon, on this test's state directory, with CONFIG (TOML text) and any extra
+# arguments; logging to $DAEMON_LOG; stopped with SIGTERM at cleanup.
+start_daemon() { # CONFIG [ARGS...]
+    local config=$1
+    shift
+    printf '%s\n' "$config" >"$TEST_DIR/prewarmd.toml"
+    DAEMON_LOG=$TEST_DIR/daemon.log
+    "$prewarmd" run --config "$TEST_DIR/prewarmd.toml" --state-dir "$TEST_DIR/state" "$@" \
+        >>"$DAEMON_LOG" 2>&1 &
+    DAEMON_PID=$!
+    on_cleanup "stop_daemon"
+}
+
+stop_daemon() {
+    [[ -n ${DAEMON_PID:-} ]] && kill -0 "$DAEMON_PID" 2>/dev/null || return 0
+    kill -TERM "$DAEMON_PID"
+    wait "$DAEMON_PID" || true
+}
+
+# Waits until the daemon's log has a line matching the extended regex PATTERN.
+wait_for_log() { # PATTERN [SECONDS]
+    local deadline=$((SECONDS + ${2:-20}))
+    until grep -Eq "$1" "$DAEMON_LOG" 2>/dev/null; do
+        ((SECONDS < deadline)) || fail "no log line like '$1' in ${2:-20} s:
+$(cat "$DAEMON_LOG")"
+        sleep 0.1
+    done
+    pass "log: $(grep -Em1 "$1" "$DAEMON_LOG" | cut -d' ' -f3-)"
+}
+
+# A field of the job record of the simulated disk NAME.
+record_of() { # NAME FIELD
+    local file
+    file=$(ls "$TEST_DIR/state/jobs/"*"_mnt_$1-"*.json 2>/dev/null | head -1)
+    [[ -n $file ]] || { echo ""; return; }
+    sed 1d "$file" | jq -r ".$2"
+}
+
+# A log pattern for the simulated disk NAME by its identity, not its kernel name
+# (loop numbers are reused): "..._mnt_NAME-SIZE (loopN)".
+disk_pattern() { echo "_mnt_$1-[0-9]+ \(loop[0-9]+\)"; }

@@ -1,0 +1,385 @@
+#include "config/config.hh"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "base/units.hh"
+
+namespace prewarmd {
+namespace {
+
+// One setting: where it lives, its default as TOML, what it means, and how a TOML
+// value becomes part of a Config (an error message, or "" when it fits).
+struct Option {
+    std::string_view section;
+    std::string_view key;
+    std::string_view default_toml;
+    std::string_view help;
+    bool reloadable;
+    std::string (*apply)(const toml::node&, Config&);
+    bool (*same)(const Config&, const Config&);
+};
+
+std::optional<std::string> string_of(const toml::node& node) {
+    if (const auto* s = node.as_string())
+        return s->get();
+    return std::nullopt;
+}
+
+template <typename T>
+std::string from_text(const toml::node& node, T (*parse)(std::string_view, std::string&), T& out,
+                      std::string_view example) {
+    const auto text = string_of(node);
+    if (!text)
+        return "expected a string, such as \"" + std::string(example) + "\"";
+    std::string error;
+    const T value = parse(*text, error);
+    if (!error.empty())
+        return error;
+    out = value;
+    return {};
+}
+
+std::chrono::milliseconds duration_value(std::string_view text, std::string& error) {
+    const auto d = parse_duration(text);
+    if (!d) {
+        error = d.error().message;
+        return {};
+    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+}
+
+uint64_t size_value(std::string_view text, std::string& error) {
+    const auto s = parse_size(text);
+    if (!s)
+        error = s.error().message;
+    return s ? *s : 0;
+}
+
+uint64_t rate_value(std::string_view text, std::string& error) {
+    if (text == "unlimited")
+        return 0;
+    const auto r = parse_rate(text);
+    if (!r)
+        error = r.error().message + " (or \"unlimited\")";
+    else if (*r == 0)
+        error = "a rate of 0 would never finish: use \"unlimited\" for no limit";
+    return r ? *r : 0;
+}
+
+std::string count(const toml::node& node, unsigned& out, int64_t min, int64_t max) {
+    const auto* n = node.as_integer();
+    if (!n)
+        return "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+    if (n->get() < min || n->get() > max)
+        return "expected a whole number from " + std::to_string(min) + " to " +
+               std::to_string(max) + ", not " + std::to_string(n->get());
+    out = static_cast<unsigned>(n->get());
+    return {};
+}
+
+std::string boolean(const toml::node& node, bool& out) {
+    const auto* b = node.as_boolean();
+    if (!b)
+        return "expected true or false";
+    out = b->get();
+    return {};
+}
+
+std::string rule_list(const toml::node& node, std::vector<std::string>& out) {
+    const auto* array = node.as_array();
+    if (!array)
+        return "expected a list of rules, such as [\"xen\", \"name:xvd[b-z]\"]";
+    std::vector<std::string> rules;
+    for (const auto& item : *array) {
+        const auto text = string_of(item);
+        if (!text)
+            return "every rule is a string";
+        if (auto rule = parse_match_rule(*text); !rule)
+            return rule.error().message;
+        rules.push_back(*text);
+    }
+    out = std::move(rules);
+    return {};
+}
+
+template <typename T>
+std::string choice(const toml::node& node, T& out,
+                   std::initializer_list<std::pair<std::string_view, T>> choices) {
+    const auto text = string_of(node);
+    std::string names;
+    for (const auto& [name, value] : choices) {
+        if (text && *text == name) {
+            out = value;
+            return {};
+        }
+        names += (names.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+    }
+    return "expected one of " + names;
+}
+
+const std::vector<Option>& options() {
+    static const std::vector<Option> table = {
+        {"daemon", "state_dir", "\"/var/lib/prewarmd\"",
+         "Where job records and checkpoints are kept (--state-dir overrides it).", false,
+         [](const toml::node& n, Config& c) -> std::string {
+             const auto s = string_of(n);
+             if (!s || s->empty() || (*s)[0] != '/')
+                 return "expected an absolute path";
+             c.state_dir = *s;
+             return {};
+         },
+         [](const Config& a, const Config& b) { return a.state_dir == b.state_dir; }},
+        {"daemon", "log_level", "\"info\"", "How much to log: \"debug\", \"info\" or \"warning\".",
+         true,
+         [](const toml::node& n, Config& c) -> std::string {
+             std::string level;
+             auto e = choice<std::string>(
+                 n, level, {{"debug", "debug"}, {"info", "info"}, {"warning", "warning"}});
+             if (e.empty())
+                 c.log_level = level;
+             return e;
+         },
+         [](const Config& a, const Config& b) { return a.log_level == b.log_level; }},
+        {"discovery", "match", "[\"xen\"]",
+         "Which disks are considered: xen, name:GLOB, id_path:GLOB, serial:GLOB, wwn:GLOB,\n"
+         "size:MIN-MAX. Loop, RAM, dm and md devices need a rule naming them (docs/safety.md).",
+         true, [](const toml::node& n, Config& c) { return rule_list(n, c.match); },
+         [](const Config& a, const Config& b) { return a.match == b.match; }},
+        {"discovery", "exclude", "[]", "Disks never considered, by the same rules.", true,
+         [](const toml::node& n, Config& c) { return rule_list(n, c.exclude); },
+         [](const Config& a, const Config& b) { return a.exclude == b.exclude; }},
+        {"discovery", "attach_grace", "\"30s\"",
+         "How long a new disk is watched for other users before it is warmed by itself.", true,
+         [](const toml::node& n, Config& c) {
+             return from_text(n, duration_value, c.attach_grace, "30s");
+         },
+         [](const Config& a, const Config& b) { return a.attach_grace == b.attach_grace; }},
+        {"discovery", "wait_for_boot", "true",
+         "Warm nothing by itself before the boot has finished (systemd's startup).", true,
+         [](const toml::node& n, Config& c) { return boolean(n, c.wait_for_boot); },
+         [](const Config& a, const Config& b) { return a.wait_for_boot == b.wait_for_boot; }},
+        {"prefill", "auto_prefill", "\"blank\"",
+         "\"blank\": warm considered disks that are blank and quiet by themselves;\n"
+         "\"never\": only when asked.",
+         true,
+         [](const toml::node& n, Config& c) {
+             return choice<AutoPrefill>(
+                 n, c.auto_prefill, {{"blank", AutoPrefill::blank}, {"never", AutoPrefill::never}});
+         },
+         [](const Config& a, const Config& b) { return a.auto_prefill == b.auto_prefill; }},
+        {"prefill", "mode", "\"zero\"",
+         "\"zero\": write zeros over blocks that read all-zero; \"rewrite\": write back what\n"
+         "was read (clones over a parent image); \"read\": only read.",
+         true,
+         [](const toml::node& n, Config& c) {
+             return choice<Mode>(
+                 n, c.mode,
+                 {{"zero", Mode::zero}, {"rewrite", Mode::rewrite}, {"read", Mode::read}});
+         },
+         [](const Config& a, const Config& b) { return a.mode == b.mode; }},
+        {"prefill", "chunk", "\"4MiB\"",
+         "The size of each read and write; a multiple of backend_block and of the disk's\n"
+         "optimal I/O size (the default grows to fit).",
+         true,
+         [](const toml::node& n, Config& c) {
+             c.chunk_set = true;
+             auto e = from_text(n, size_value, c.chunk_bytes, "4MiB");
+             if (e.empty() && (c.chunk_bytes < 4096 || c.chunk_bytes > 64ULL << 20))
+                 e = "expected a size from 4KiB to 64MiB";
+             return e;
+         },
+         [](const Config& a, const Config& b) {
+             return a.chunk_bytes == b.chunk_bytes && a.chunk_set == b.chunk_set;
+         }},
+        {"prefill", "backend_block", "\"2MiB\"",
+         "The allocation block of the thin backend (2 MiB for XCP's VHD, 4 MiB for some).", true,
+         [](const toml::node& n, Config& c) {
+             auto e = from_text(n, size_value, c.backend_block_bytes, "2MiB");
+             if (e.empty() && (c.backend_block_bytes < 4096 || c.backend_block_bytes > 64ULL << 20))
+                 e = "expected a size from 4KiB to 64MiB";
+             return e;
+         },
+         [](const Config& a, const Config& b) {
+             return a.backend_block_bytes == b.backend_block_bytes;
+         }},
+        {"prefill", "queue_depth", "8", "Chunks in flight per disk, 1 to 64.", true,
+         [](const toml::node& n, Config& c) { return count(n, c.queue_depth, 1, 64); },
+         [](const Config& a, const Config& b) { return a.queue_depth == b.queue_depth; }},
+        {"prefill", "max_parallel", "1", "Disks warmed at the same time, 1 to 64.", true,
+         [](const toml::node& n, Config& c) { return count(n, c.max_parallel, 1, 64); },
+         [](const Config& a, const Config& b) { return a.max_parallel == b.max_parallel; }},
+        {"prefill", "total_rate", "\"200MiB/s\"",
+         "The rate all running jobs share, such as \"200MiB/s\", or \"unlimited\".", true,
+         [](const toml::node& n, Config& c) {
+             return from_text(n, rate_value, c.total_rate_bytes_per_s, "200MiB/s");
+         },
+         [](const Config& a, const Config& b) {
+             return a.total_rate_bytes_per_s == b.total_rate_bytes_per_s;
+         }},
+        {"prefill", "checkpoint_interval", "\"5s\"",
+         "How often a job flushes the disk and records what it has done.", true,
+         [](const toml::node& n, Config& c) {
+             auto e = from_text(n, duration_value, c.checkpoint_interval, "5s");
+             if (e.empty() && c.checkpoint_interval < std::chrono::milliseconds(100))
+                 e = "at least 100ms";
+             return e;
+         },
+         [](const Config& a, const Config& b) {
+             return a.checkpoint_interval == b.checkpoint_interval;
+         }},
+        {"prefill", "io_engine", "\"auto\"",
+         "\"auto\": io_uring, else pread/pwrite; \"uring\"; \"sync\" (pread/pwrite).", true,
+         [](const toml::node& n, Config& c) {
+             return choice<IoEngineKind>(n, c.io_engine,
+                                         {{"auto", IoEngineKind::automatic},
+                                          {"uring", IoEngineKind::uring},
+                                          {"sync", IoEngineKind::sync}});
+         },
+         [](const Config& a, const Config& b) { return a.io_engine == b.io_engine; }},
+        {"prefill", "idle_priority", "true",
+         "Give the prefill's I/O the priority class idle, below the VM's own.", true,
+         [](const toml::node& n, Config& c) { return boolean(n, c.idle_priority); },
+         [](const Config& a, const Config& b) { return a.idle_priority == b.idle_priority; }},
+    };
+    return table;
+}
+
+std::string where(const std::string& source, const toml::source_region& region) {
+    return source + ":" + std::to_string(region.begin.line);
+}
+
+bool same_rates(const Config& a, const Config& b) {
+    if (a.rates.size() != b.rates.size())
+        return false;
+    for (size_t i = 0; i < a.rates.size(); ++i)
+        if (a.rates[i].rule.text != b.rates[i].rule.text ||
+            a.rates[i].rate_bytes_per_s != b.rates[i].rate_bytes_per_s)
+            return false;
+    return true;
+}
+
+} // namespace
+
+Result<Config> parse_config(std::string_view text, const std::string& source) {
+    toml::table root;
+    try {
+        root = toml::parse(text, std::string_view(source));
+    } catch (const toml::parse_error& e) {
+        return Error{-EINVAL, where(source, e.source()) + ":" +
+                                  std::to_string(e.source().begin.column) + ": " +
+                                  std::string(e.description())};
+    }
+    Config config;
+    for (const auto& [section_key, section_node] : root) {
+        const std::string section(section_key.str());
+        const auto* table = section_node.as_table();
+        if (section == "rates" && table) {
+            for (const auto& [rule_key, value] : *table) {
+                auto rule = parse_match_rule(rule_key.str());
+                if (!rule)
+                    return Error{-EINVAL, where(source, rule_key.source()) + ": [rates] " +
+                                              rule.error().message};
+                const auto rate_text = string_of(value);
+                std::string error =
+                    rate_text ? std::string() : "expected a rate, such as \"50MiB/s\"";
+                const uint64_t rate = rate_text ? rate_value(*rate_text, error) : 0;
+                if (!error.empty())
+                    return Error{-EINVAL, where(source, value.source()) + ": [rates] \"" +
+                                              std::string(rule_key.str()) + "\": " + error};
+                config.rates.push_back({*rule, rate});
+            }
+            continue;
+        }
+        bool known_section = false;
+        for (const auto& o : options())
+            known_section |= o.section == section;
+        if (!table || !known_section)
+            return Error{-EINVAL, where(source, section_key.source()) + ": [" + section +
+                                      "]: unknown section (daemon, discovery, prefill, rates)"};
+        for (const auto& [key_name, value] : *table) {
+            const std::string key(key_name.str());
+            const Option* option = nullptr;
+            std::string known;
+            for (const auto& o : options())
+                if (o.section == section) {
+                    known += (known.empty() ? "" : ", ") + std::string(o.key);
+                    if (o.key == key)
+                        option = &o;
+                }
+            if (!option)
+                return Error{-EINVAL, where(source, key_name.source()) + ": [" + section + "] " +
+                                          key + ": unknown key (" + known + ")"};
+            if (const auto error = option->apply(value, config); !error.empty())
+                return Error{-EINVAL, where(source, value.source()) + ": [" + section + "] " + key +
+                                          ": " + error};
+        }
+    }
+    auto match = parse_match_rules(config.match);
+    auto exclude = parse_match_rules(config.exclude);
+    if (!match || !exclude)
+        return Error{-EINVAL, source + ": " + (!match ? match : exclude).error().message};
+    config.match_rules = std::move(*match);
+    config.exclude_rules = std::move(*exclude);
+    return config;
+}
+
+Result<Config> load_config(const std::string& path, bool missing_ok) {
+    std::ifstream in(path);
+    if (!in) {
+        const int err = errno;
+        if (err == ENOENT && missing_ok)
+            return parse_config("", path);
+        return Error{-err, path + ": " + std::strerror(err)};
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_config(text.str(), path);
+}
+
+std::string example_config() {
+    std::string out =
+        "# prewarmd.toml: the settings of prewarmd(8), each shown at its default.\n"
+        "# Uncomment a line to change it. Sizes and rates take units (4MiB, 200MiB/s),\n"
+        "# durations too (30s, 500ms). An unknown key is an error, not ignored. After\n"
+        "# a change, `systemctl reload prewarmd` (SIGHUP) applies what it can and says\n"
+        "# what needs a restart.\n";
+    std::string_view section;
+    for (const auto& o : options()) {
+        if (o.section != section) {
+            section = o.section;
+            out += "\n[" + std::string(section) + "]\n";
+        }
+        out += "\n";
+        std::string_view help = o.help;
+        for (size_t nl; (nl = help.find('\n')) != std::string_view::npos;
+             help.remove_prefix(nl + 1))
+            out += "# " + std::string(help.substr(0, nl)) + "\n";
+        out += "# " + std::string(help) + (o.reloadable ? "\n" : " (needs a restart)\n");
+        out += "#" + std::string(o.key) + " = " + std::string(o.default_toml) + "\n";
+    }
+    out += "\n[rates]\n\n"
+           "# A disk's own rate, outside the shared total_rate: \"RULE\" = \"RATE\".\n"
+           "#\"name:xvdb\" = \"50MiB/s\"\n";
+    return out;
+}
+
+ReloadPlan plan_reload(const Config& before, const Config& after) {
+    ReloadPlan plan;
+    for (const auto& o : options()) {
+        if (o.same(before, after))
+            continue;
+        const auto name = "[" + std::string(o.section) + "] " + std::string(o.key);
+        (o.reloadable ? plan.applied : plan.need_restart).push_back(name);
+    }
+    if (!same_rates(before, after))
+        plan.applied.push_back("[rates]");
+    return plan;
+}
+
+} // namespace prewarmd

@@ -1,0 +1,71 @@
+// The daemon's settings: one table of options (section, key, type, default, range,
+// help, reloadable) drives parsing, validation, reloads and config.example.toml.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.hh"
+#include "discovery/match.hh"
+#include "engine/io_engine.hh"
+#include "engine/job.hh"
+
+namespace prewarmd {
+
+enum class AutoPrefill { blank, never };
+
+struct RateOverride {
+    MatchRule rule;
+    uint64_t rate_bytes_per_s = 0;
+};
+
+struct Config {
+    // [daemon]
+    std::string state_dir = "/var/lib/prewarmd";
+    std::string log_level = "info";
+    // [discovery]
+    std::vector<std::string> match = {"xen"};
+    std::vector<std::string> exclude;
+    std::chrono::milliseconds attach_grace{30000};
+    bool wait_for_boot = true;
+    // [prefill]
+    AutoPrefill auto_prefill = AutoPrefill::blank;
+    Mode mode = Mode::zero;
+    uint64_t chunk_bytes = 4 * 1024 * 1024;
+    bool chunk_set = false; // given in the file: then a misfit is an error, not grown
+    uint64_t backend_block_bytes = 2 * 1024 * 1024;
+    unsigned queue_depth = 8;
+    unsigned max_parallel = 1;
+    uint64_t total_rate_bytes_per_s = 200ULL * 1024 * 1024; // 0: unlimited
+    std::chrono::milliseconds checkpoint_interval{5000};
+    IoEngineKind io_engine = IoEngineKind::automatic;
+    bool idle_priority = true;
+    // [rates]: "RULE" = "RATE", a disk's own rate, outside the shared budget
+    std::vector<RateOverride> rates;
+
+    // The rules above, parsed.
+    std::vector<MatchRule> match_rules;
+    std::vector<MatchRule> exclude_rules;
+};
+
+// Reads a config file. Errors name the file, the line and the key:
+// "/etc/prewarmd/prewarmd.toml:12: [prefill] max_parallel: expected ...".
+// A missing file is an error unless `missing_ok` (the default path): then defaults.
+Result<Config> load_config(const std::string& path, bool missing_ok);
+Result<Config> parse_config(std::string_view text, const std::string& source_name);
+
+// config.example.toml: every key, commented out at its default, with its help.
+std::string example_config();
+
+// What a reload from `before` to `after` applies at once, and what waits for a
+// restart (and is kept as it was meanwhile).
+struct ReloadPlan {
+    std::vector<std::string> applied;
+    std::vector<std::string> need_restart;
+};
+ReloadPlan plan_reload(const Config& before, const Config& after);
+
+} // namespace prewarmd

@@ -1,0 +1,28 @@
+// The real JobHost: opens and claims disks, and warms each on its own thread.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "config/config.hh"
+#include "scheduler/job_host.hh"
+
+namespace prewarmd {
+
+class DiskJobHost final : public JobHost {
+public:
+    // `log` takes the job's own messages ("retry 1 of 3", the I/O engine used).
+    DiskJobHost(const Config& config, std::function<void(bool warning, const std::string&)> log);
+    void apply_config(const Config& config) { m_config = config; }
+
+    Classification look(const DiskInfo& disk) override;
+    ProtectedDisks protected_disks() override;
+    Result<std::unique_ptr<RunningJob>> start(const DiskInfo& disk, const JobSpec& spec,
+                                              std::function<void()> on_finished) override;
+
+private:
+    Config m_config;
+    std::function<void(bool, const std::string&)> m_log;
+};
+
+} // namespace prewarmd

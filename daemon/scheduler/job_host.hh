@@ -1,0 +1,52 @@
+// How the scheduler looks at disks and runs jobs. The real host opens, claims and
+// warms disks with PrefillJob threads; the scheduler's tests put a fake in its place.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/result.hh"
+#include "discovery/disk_info.hh"
+#include "discovery/match.hh"
+#include "engine/job.hh"
+#include "measurement/progress.hh"
+#include "safety/classify.hh"
+
+namespace prewarmd {
+
+struct JobSpec {
+    std::string identity;
+    JobOptions options;     // rate, mode, checkpoint path, ...
+    bool requested = false; // asked for: a disk holding data may be warmed too
+};
+
+// A job on its own thread.
+class RunningJob {
+public:
+    virtual ~RunningJob() = default;
+    virtual ProgressSnapshot snapshot() const = 0;
+    virtual void pause() = 0;
+    virtual void resume() = 0;
+    virtual void stop(JobState as, std::string reason) = 0;
+    virtual void set_rate(uint64_t rate_bytes_per_s) = 0;
+    virtual bool finished() const = 0;
+    // Joins the thread; the final snapshot.
+    virtual ProgressSnapshot wait() = 0;
+};
+
+class JobHost {
+public:
+    virtual ~JobHost() = default;
+    // A look at a disk without holding it: the verdict `prewarmd inspect` gives.
+    virtual Classification look(const DiskInfo& disk) = 0;
+    // The disks under /, /boot and swap, as they are now.
+    virtual ProtectedDisks protected_disks() = 0;
+    // Claims the disk (an exclusive open of the same disk, by its sequence number,
+    // and a verdict through that descriptor that allows the job) and starts the job;
+    // `on_finished` is called from the job's thread when it ends. Errors say why not.
+    virtual Result<std::unique_ptr<RunningJob>> start(const DiskInfo& disk, const JobSpec& spec,
+                                                      std::function<void()> on_finished) = 0;
+};
+
+} // namespace prewarmd

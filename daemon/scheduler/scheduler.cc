@@ -1,0 +1,592 @@
+#include "scheduler/scheduler.hh"
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+
+#include "base/units.hh"
+#include "discovery/identity.hh"
+
+namespace prewarmd {
+
+struct Scheduler::Entry {
+    std::string identity;
+    DiskInfo disk;
+    bool attached = false;
+    JobState state = JobState::discovered;
+    std::string reason;
+    MatchDecision match;
+    Classification look;
+    bool has_record = false;
+    bool requested = false;
+    std::optional<Mode> mode;
+    std::optional<uint64_t> own_rate;
+    std::optional<unsigned> queue_depth;
+    bool grace_watched = false;
+    uint64_t order = 0;
+    std::unique_ptr<RunningJob> job;
+    ProgressSnapshot last;
+    // A job we stop ourselves ends in this state (or, at shutdown, keeps its own).
+    std::optional<JobState> stopping_as;
+    std::string stopping_reason;
+    bool keep_state = false;
+};
+
+namespace {
+
+// States that say something was, or is, done about the disk: kept across restarts.
+bool recorded(JobState s) {
+    switch (s) {
+    case JobState::discovered:
+    case JobState::skipped:
+    case JobState::waiting:
+        return false;
+    default:
+        return true;
+    }
+}
+
+} // namespace
+
+Scheduler::Scheduler(const Config& config, const StateDir& state, JobHost& host, Hooks hooks)
+    : m_config(config), m_state(state), m_host(host), m_hooks(std::move(hooks)) {
+    auto loaded = m_state.load();
+    for (const auto& damaged : loaded.set_aside)
+        if (m_hooks.log)
+            m_hooks.log(true, "state: " + damaged + ": not trusted, the disk starts afresh");
+    for (const auto& r : loaded.records) {
+        auto entry = std::make_unique<Entry>();
+        entry->identity = r.identity;
+        entry->state = r.state;
+        entry->reason = r.reason;
+        entry->has_record = true;
+        entry->requested = r.requested;
+        if (r.rate_bytes_per_s)
+            entry->own_rate = r.rate_bytes_per_s;
+        entry->mode = parse_mode(r.mode);
+        entry->disk.name = r.name;
+        entry->disk.size_bytes = r.size_bytes;
+        entry->last.done_bytes = r.done_bytes;
+        entry->last.written_bytes = r.written_bytes;
+        entry->last.skipped_bytes = r.skipped_bytes;
+        entry->last.total_bytes = r.size_bytes;
+        m_entries[r.identity] = std::move(entry);
+    }
+}
+
+Scheduler::~Scheduler() {
+    shutdown();
+}
+
+void Scheduler::log(bool warning, const Entry& e, const std::string& message) const {
+    if (m_hooks.log)
+        m_hooks.log(warning, e.identity + " (" + e.disk.name + "): " + message);
+}
+
+Scheduler::Entry* Scheduler::find(const std::string& identity) {
+    const auto it = m_entries.find(identity);
+    return it == m_entries.end() ? nullptr : it->second.get();
+}
+
+const Scheduler::Entry* Scheduler::find(const std::string& identity) const {
+    const auto it = m_entries.find(identity);
+    return it == m_entries.end() ? nullptr : it->second.get();
+}
+
+Scheduler::Entry& Scheduler::entry_for(const DiskInfo& disk) {
+    const auto identity = disk_identity(disk);
+    auto& slot = m_entries[identity];
+    if (!slot) {
+        slot = std::make_unique<Entry>();
+        slot->identity = identity;
+    }
+    slot->disk = disk;
+    return *slot;
+}
+
+void Scheduler::save(const Entry& e) {
+    JobRecord r;
+    r.identity = e.identity;
+    r.state = e.state;
+    r.reason = e.reason;
+    r.mode = std::string(to_string(e.mode.value_or(m_config.mode)));
+    r.requested = e.requested;
+    r.rate_bytes_per_s = e.own_rate.value_or(0);
+    r.name = e.disk.name;
+    r.size_bytes = e.disk.size_bytes;
+    const auto progress = e.job ? e.job->snapshot() : e.last;
+    r.done_bytes = progress.done_bytes;
+    r.written_bytes = progress.written_bytes;
+    r.skipped_bytes = progress.skipped_bytes;
+    r.updated_unix = static_cast<int64_t>(std::time(nullptr));
+    if (auto saved = m_state.save(r); !saved)
+        log(true, e, "cannot save its record: " + saved.error().message);
+}
+
+void Scheduler::set_state(Entry& e, JobState state, std::string reason) {
+    if (e.state == state && e.reason == reason)
+        return;
+    const bool warning =
+        state == JobState::failed || state == JobState::interrupted || state == JobState::detached;
+    log(warning, e,
+        std::string(to_string(e.state)) + " -> " + std::string(to_string(state)) +
+            (reason.empty() ? "" : ": " + reason));
+    e.state = state;
+    e.reason = std::move(reason);
+    if (recorded(state)) {
+        e.has_record = true;
+        save(e);
+    }
+}
+
+void Scheduler::on_attached(const DiskInfo& disk) {
+    auto& e = entry_for(disk);
+    e.attached = true;
+    decide(e);
+    schedule();
+}
+
+// What to do with a disk just attached (or known from a record and back).
+void Scheduler::decide(Entry& e) {
+    e.match = decide_match(e.disk, m_config.match_rules, m_config.exclude_rules,
+                           m_host.protected_disks());
+    e.look = m_host.look(e.disk);
+    if (e.has_record) {
+        switch (e.state) {
+        case JobState::done:
+        case JobState::paused:
+        case JobState::cancelled:
+        case JobState::released:
+        case JobState::failed:
+        case JobState::interrupted:
+            log(false, e,
+                "attached; " + std::string(to_string(e.state)) + " before" +
+                    (e.reason.empty() ? "" : " (" + e.reason + ")"));
+            return;
+        case JobState::running:
+        case JobState::queued:
+        case JobState::detached:
+        case JobState::waiting:
+            // Its job did not finish: it goes on, with no grace (the disk is ours).
+            if (e.match.matched || e.requested) {
+                log(false, e, "attached; resuming its job");
+                ready(e);
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    if (!e.match.matched) {
+        set_state(e, JobState::skipped, "not considered: " + e.match.reason);
+        return;
+    }
+    switch (e.look.verdict) {
+    case Verdict::refused:
+        set_state(e, JobState::skipped, "refused: " + e.look.reasons_text());
+        return;
+    case Verdict::needs_request:
+        set_state(e, JobState::skipped,
+                  "holds data, warmed only when asked: " + e.look.reasons_text());
+        return;
+    case Verdict::eligible:
+        break;
+    }
+    if (m_config.auto_prefill == AutoPrefill::never) {
+        set_state(e, JobState::discovered, "auto_prefill is never: warmed when asked");
+        return;
+    }
+    set_state(e, JobState::waiting,
+              "attach grace: watching " + std::to_string(m_config.attach_grace.count() / 1000) +
+                  " s for other users");
+    e.grace_watched = true;
+    if (m_hooks.watch_grace)
+        m_hooks.watch_grace(e.identity, e.disk);
+}
+
+void Scheduler::on_grace(const std::string& identity, bool in_use, const std::string& why) {
+    auto* e = find(identity);
+    if (!e || !e->grace_watched || !e->attached)
+        return;
+    e->grace_watched = false;
+    if (e->state != JobState::waiting)
+        return;
+    if (in_use) {
+        set_state(*e, JobState::skipped, "in use during the attach grace: " + why);
+        return;
+    }
+    log(false, *e, why);
+    ready(*e);
+    schedule();
+}
+
+// Quiet, or resumed, or asked for: queued once the boot has finished.
+void Scheduler::ready(Entry& e) {
+    if (!m_boot_finished && !e.requested) {
+        set_state(e, JobState::waiting, "waiting for the boot to finish");
+        return;
+    }
+    e.order = m_next_order++;
+    set_state(e, JobState::queued, e.requested ? "asked for" : "");
+}
+
+void Scheduler::set_boot_finished(bool finished) {
+    const bool was = m_boot_finished;
+    m_boot_finished = finished;
+    if (!finished || was)
+        return;
+    for (auto& [id, e] : m_entries)
+        if (e->attached && e->state == JobState::waiting && !e->grace_watched)
+            ready(*e);
+    schedule();
+}
+
+void Scheduler::on_detached(const DiskInfo& disk) {
+    auto* e = find(disk_identity(disk));
+    if (!e)
+        return;
+    e->attached = false;
+    if (e->grace_watched && m_hooks.forget_grace)
+        m_hooks.forget_grace(e->identity);
+    e->grace_watched = false;
+    if (e->job) {
+        e->stopping_as = JobState::detached;
+        e->stopping_reason = "the disk was detached; it resumes when the disk returns";
+        e->job->stop(JobState::detached, e->stopping_reason);
+        return;
+    }
+    switch (e->state) {
+    case JobState::queued:
+        set_state(*e, JobState::detached, "detached while queued; resumes when it returns");
+        break;
+    case JobState::discovered:
+    case JobState::skipped:
+    case JobState::waiting:
+        if (!e->has_record) {
+            log(false, *e, "detached");
+            m_entries.erase(e->identity);
+        }
+        break;
+    default:
+        log(false, *e, "detached (" + std::string(to_string(e->state)) + ")");
+        break;
+    }
+}
+
+std::optional<uint64_t> Scheduler::override_rate(const Entry& e) const {
+    if (e.own_rate)
+        return e.own_rate;
+    for (const auto& o : m_config.rates)
+        if (o.rule.matches(e.disk))
+            return o.rate_bytes_per_s;
+    return std::nullopt;
+}
+
+JobSpec Scheduler::spec_for(const Entry& e) const {
+    JobSpec spec;
+    spec.identity = e.identity;
+    spec.requested = e.requested;
+    auto& o = spec.options;
+    o.mode = e.mode.value_or(m_config.mode);
+    o.chunk_bytes = m_config.chunk_bytes;
+    o.backend_block_bytes = m_config.backend_block_bytes;
+    o.queue_depth = e.queue_depth.value_or(m_config.queue_depth);
+    o.idle_priority = m_config.idle_priority;
+    o.checkpoint_path = m_state.checkpoint_path(e.identity);
+    o.checkpoint_interval = m_config.checkpoint_interval;
+    // The first share; rebalance() sets every running job's rate.
+    const auto running =
+        static_cast<uint64_t>(std::count_if(m_entries.begin(), m_entries.end(), [](const auto& kv) {
+            return kv.second->job != nullptr;
+        }));
+    o.rate_bytes_per_s = override_rate(e).value_or(m_config.total_rate_bytes_per_s / (running + 1));
+    return spec;
+}
+
+void Scheduler::schedule() {
+    if (m_shutting_down)
+        return;
+    for (;;) {
+        const auto running = static_cast<unsigned>(
+            std::count_if(m_entries.begin(), m_entries.end(),
+                          [](const auto& kv) { return kv.second->job != nullptr; }));
+        if (running >= m_config.max_parallel)
+            break;
+        Entry* next = nullptr;
+        for (auto& [id, e] : m_entries)
+            if (e->attached && e->state == JobState::queued && !e->job &&
+                (!next ||
+                 std::pair(!e->requested, e->order) < std::pair(!next->requested, next->order)))
+                next = e.get();
+        if (!next)
+            break;
+        auto job = m_host.start(next->disk, spec_for(*next), [this] {
+            if (m_hooks.wake)
+                m_hooks.wake();
+        });
+        if (!job) {
+            set_state(*next, JobState::skipped, "not started: " + job.error().message);
+            continue;
+        }
+        next->job = std::move(*job);
+        next->stopping_as.reset();
+        next->keep_state = false;
+        set_state(*next, JobState::running, "");
+    }
+    rebalance();
+}
+
+// Running jobs without a rate of their own share total_rate evenly.
+void Scheduler::rebalance() {
+    uint64_t sharing = 0;
+    for (const auto& [id, e] : m_entries)
+        if (e->job && !override_rate(*e))
+            ++sharing;
+    for (const auto& [id, e] : m_entries) {
+        if (!e->job)
+            continue;
+        const auto own = override_rate(*e);
+        e->job->set_rate(own ? *own : (sharing ? m_config.total_rate_bytes_per_s / sharing : 0));
+    }
+}
+
+void Scheduler::reap() {
+    bool any = false;
+    for (auto it = m_entries.begin(); it != m_entries.end();) {
+        auto& e = *it->second;
+        ++it;
+        if (!e.job || !e.job->finished())
+            continue;
+        e.last = e.job->wait();
+        e.job.reset(); // closes the disk
+        any = true;
+        if (e.keep_state) {
+            save(e);
+            continue;
+        }
+        if (e.stopping_as)
+            set_state(e, *e.stopping_as, e.stopping_reason);
+        else
+            set_state(e, e.last.state, e.last.reason);
+        e.stopping_as.reset();
+        if (e.state == JobState::done)
+            log(false, e,
+                "warmed: " + format_size(e.last.written_bytes) + " written, " +
+                    format_size(e.last.skipped_bytes) + " skipped in " +
+                    std::to_string(e.last.elapsed.count() / 1000) + " s");
+    }
+    if (any)
+        schedule();
+}
+
+Result<void> Scheduler::start(const std::string& identity, const StartRequest& request) {
+    auto* e = find(identity);
+    if (!e)
+        return Error{-ENOENT, "no disk " + identity};
+    if (e->job || e->state == JobState::done)
+        return {}; // one job per disk: starting it again returns it
+    if (!e->attached)
+        return Error{-ENODEV, identity + " is not attached"};
+    if (e->look.verdict == Verdict::refused)
+        return Error{-EBUSY, identity + " may not be touched: " + e->look.reasons_text()};
+    e->requested = true;
+    if (request.mode)
+        e->mode = request.mode;
+    if (request.rate_bytes_per_s)
+        e->own_rate = request.rate_bytes_per_s;
+    if (request.queue_depth)
+        e->queue_depth = request.queue_depth;
+    if (e->grace_watched && m_hooks.forget_grace)
+        m_hooks.forget_grace(e->identity);
+    e->grace_watched = false;
+    ready(*e);
+    schedule();
+    return {};
+}
+
+Result<void> Scheduler::pause(const std::string& identity) {
+    auto* e = find(identity);
+    if (!e)
+        return Error{-ENOENT, "no disk " + identity};
+    if (e->job) {
+        e->job->pause();
+        set_state(*e, JobState::paused, "paused on request");
+        return {};
+    }
+    if (e->state == JobState::queued || e->state == JobState::waiting) {
+        set_state(*e, JobState::paused, "paused on request");
+        return {};
+    }
+    if (e->state == JobState::paused)
+        return {};
+    return Error{-EINVAL,
+                 identity + " is " + std::string(to_string(e->state)) + ": nothing to pause"};
+}
+
+Result<void> Scheduler::resume(const std::string& identity) {
+    auto* e = find(identity);
+    if (!e)
+        return Error{-ENOENT, "no disk " + identity};
+    if (e->state != JobState::paused)
+        return e->job ? Result<void>{}
+                      : Error{-EINVAL, identity + " is " + std::string(to_string(e->state)) +
+                                           ": nothing to resume"};
+    if (e->job) {
+        e->job->resume();
+        set_state(*e, JobState::running, "");
+        return {};
+    }
+    if (!e->attached)
+        return Error{-ENODEV, identity + " is not attached"};
+    ready(*e);
+    schedule();
+    return {};
+}
+
+Result<void> Scheduler::cancel(const std::string& identity) {
+    auto* e = find(identity);
+    if (!e)
+        return Error{-ENOENT, "no disk " + identity};
+    if (e->job) {
+        e->stopping_as = JobState::cancelled;
+        e->stopping_reason = "cancelled on request";
+        e->job->stop(JobState::cancelled, e->stopping_reason);
+        return {};
+    }
+    if (e->state == JobState::done)
+        return Error{-EINVAL, identity + " is done: nothing to cancel"};
+    set_state(*e, JobState::cancelled, "cancelled on request");
+    return {};
+}
+
+Result<void> Scheduler::release(const std::string& identity) {
+    auto* e = find(identity);
+    if (!e)
+        return Error{-ENOENT, "no disk " + identity};
+    if (e->job) {
+        e->stopping_as = JobState::released;
+        e->stopping_reason = "released on request";
+        e->job->stop(JobState::released, e->stopping_reason);
+        return {};
+    }
+    if (e->state == JobState::queued || e->state == JobState::waiting ||
+        e->state == JobState::paused)
+        set_state(*e, JobState::released, "released on request");
+    return {}; // holding nothing: released already
+}
+
+void Scheduler::set_total_rate(uint64_t rate) {
+    m_config.total_rate_bytes_per_s = rate;
+    rebalance();
+}
+
+void Scheduler::set_max_parallel(unsigned max_parallel) {
+    m_config.max_parallel = std::max(1u, max_parallel);
+    schedule();
+}
+
+void Scheduler::set_auto_prefill(AutoPrefill policy) {
+    m_config.auto_prefill = policy;
+    for (auto& [id, e] : m_entries)
+        if (e->attached && !e->job &&
+            (e->state == JobState::discovered || e->state == JobState::skipped))
+            decide(*e);
+    schedule();
+}
+
+void Scheduler::apply_config(const Config& config) {
+    const auto state_dir = m_config.state_dir;
+    m_config = config;
+    m_config.state_dir = state_dir; // needs a restart
+    for (auto& [id, e] : m_entries)
+        if (e->attached && !e->job &&
+            (e->state == JobState::discovered || e->state == JobState::skipped))
+            decide(*e);
+    schedule();
+}
+
+void Scheduler::shutdown() {
+    m_shutting_down = true;
+    for (auto& [id, e] : m_entries)
+        if (e->job) {
+            e->keep_state = true;
+            e->job->stop(JobState::cancelled, "the daemon is stopping");
+        }
+    for (auto& [id, e] : m_entries)
+        if (e->job) {
+            e->last = e->job->wait();
+            e->job.reset();
+            save(*e);
+        }
+}
+
+std::vector<DiskView> Scheduler::disks() const {
+    std::vector<DiskView> out;
+    for (const auto& [id, e] : m_entries)
+        out.push_back(*disk(id));
+    return out;
+}
+
+std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
+    const auto* e = find(identity);
+    if (!e)
+        return std::nullopt;
+    DiskView v;
+    v.identity = e->identity;
+    v.disk = e->disk;
+    v.attached = e->attached;
+    v.state = e->state;
+    v.reason = e->reason;
+    v.matched = e->match.matched;
+    v.match_reason = e->match.reason;
+    v.verdict = e->look.verdict;
+    v.verdict_reasons = e->look.reasons;
+    v.requested = e->requested;
+    v.progress = e->job ? e->job->snapshot() : e->last;
+    if (e->job && v.progress.state == JobState::paused && v.state == JobState::running) {
+        v.state = JobState::paused; // paused by the job itself: the backend is full
+        v.reason = v.progress.reason;
+    }
+    return v;
+}
+
+bool Scheduler::busy() const {
+    return std::any_of(m_entries.begin(), m_entries.end(),
+                       [](const auto& kv) { return kv.second->job != nullptr; });
+}
+
+std::string Scheduler::status_line() const {
+    std::string warming;
+    unsigned running = 0, queued = 0, waiting = 0, done = 0;
+    for (const auto& [id, e] : m_entries) {
+        if (e->job) {
+            if (running++ == 0) {
+                const auto p = e->job->snapshot();
+                char pct[16];
+                std::snprintf(pct, sizeof pct, "%.0f%%", p.ratio() * 100);
+                warming = "warming " + e->disk.name + " " + pct + " at " +
+                          format_rate(p.rate_10s_bytes_per_s);
+            }
+        } else if (e->state == JobState::queued) {
+            ++queued;
+        } else if (e->state == JobState::waiting) {
+            ++waiting;
+        } else if (e->state == JobState::done && e->attached) {
+            ++done;
+        }
+    }
+    std::string line = running ? warming : "idle";
+    const auto add = [&](unsigned n, const char* what) {
+        if (n)
+            line += ", " + std::to_string(n) + " " + what;
+    };
+    if (running > 1)
+        add(running - 1, "more running");
+    add(queued, "queued");
+    add(waiting, m_boot_finished ? "waiting" : "waiting for the boot to finish");
+    add(done, "done");
+    return line;
+}
+
+} // namespace prewarmd

@@ -1,0 +1,139 @@
+#include "state/state_dir.hh"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "base/atomic_file.hh"
+#include "base/io.hh"
+#include "base/sealed.hh"
+#include "base/sysfs.hh"
+#include "discovery/identity.hh"
+
+namespace prewarmd {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view record_kind = "job";
+
+Result<JobRecord> parse_record(std::string_view text) {
+    auto body = unseal(record_kind, 1, text);
+    if (!body)
+        return body.error();
+    try {
+        const auto j = nlohmann::json::parse(*body);
+        JobRecord r;
+        r.identity = j.at("identity").get<std::string>();
+        const auto state = parse_job_state(j.at("state").get<std::string>());
+        if (!state || r.identity.empty() || url_safe(r.identity) != r.identity)
+            throw std::invalid_argument("bad state or identity");
+        r.state = *state;
+        r.reason = j.at("reason").get<std::string>();
+        r.mode = j.at("mode").get<std::string>();
+        r.requested = j.at("requested").get<bool>();
+        r.rate_bytes_per_s = j.at("rate_bytes_per_s").get<uint64_t>();
+        r.name = j.at("name").get<std::string>();
+        r.size_bytes = j.at("size_bytes").get<uint64_t>();
+        r.done_bytes = j.at("done_bytes").get<uint64_t>();
+        r.written_bytes = j.at("written_bytes").get<uint64_t>();
+        r.skipped_bytes = j.at("skipped_bytes").get<uint64_t>();
+        r.updated_unix = j.at("updated_unix").get<int64_t>();
+        return r;
+    } catch (const std::exception& e) {
+        return Error{-EBADMSG, std::string("a field is missing or wrong: ") + e.what()};
+    }
+}
+
+} // namespace
+
+Result<StateDir> StateDir::open(const std::string& path) {
+    std::error_code ec;
+    for (const auto* sub : {"", "/jobs", "/checkpoints"}) {
+        fs::create_directories(path + sub, ec);
+        if (ec)
+            return Error{-ec.value(), "cannot create " + path + sub + ": " + ec.message()};
+    }
+    ::chmod(path.c_str(), 0700);
+    StateDir dir;
+    dir.m_path = path;
+    const auto lock_path = path + "/lock";
+    dir.m_lock.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!dir.m_lock)
+        return errno_error("open " + lock_path);
+    if (::flock(dir.m_lock.get(), LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK) {
+            const auto pid = read_first_line(lock_path);
+            return Error{-EBUSY, "another prewarmd (pid " + (pid.empty() ? "?" : pid) +
+                                     ") uses the state directory " + path};
+        }
+        return errno_error("lock " + lock_path);
+    }
+    const auto pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(dir.m_lock.get(), 0) < 0 ||
+        !pwrite_full(dir.m_lock.get(), pid.data(), pid.size(), 0))
+        return errno_error("write " + lock_path);
+    return dir;
+}
+
+std::string StateDir::checkpoint_path(const std::string& identity) const {
+    return m_path + "/checkpoints/" + identity + ".ckpt";
+}
+
+Result<void> StateDir::save(const JobRecord& r) const {
+    const nlohmann::json j = {
+        {"identity", r.identity},
+        {"state", to_string(r.state)},
+        {"reason", r.reason},
+        {"mode", r.mode},
+        {"requested", r.requested},
+        {"rate_bytes_per_s", r.rate_bytes_per_s},
+        {"name", r.name},
+        {"size_bytes", r.size_bytes},
+        {"done_bytes", r.done_bytes},
+        {"written_bytes", r.written_bytes},
+        {"skipped_bytes", r.skipped_bytes},
+        {"updated_unix",
+         r.updated_unix ? r.updated_unix : static_cast<int64_t>(std::time(nullptr))},
+    };
+    return write_file_atomically(m_path + "/jobs/" + r.identity + ".json",
+                                 seal(record_kind, 1, j.dump() + "\n"));
+}
+
+Result<void> StateDir::forget(const std::string& identity) const {
+    std::error_code ec;
+    fs::remove(m_path + "/jobs/" + identity + ".json", ec);
+    fs::remove(checkpoint_path(identity), ec);
+    return {};
+}
+
+StateDir::Loaded StateDir::load() const {
+    Loaded loaded;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(m_path + "/jobs", ec)) {
+        const auto file = entry.path();
+        if (file.extension() != ".json")
+            continue;
+        auto record = parse_record(read_text(file.string()));
+        if (record && record->identity + ".json" == file.filename().string()) {
+            loaded.records.push_back(std::move(*record));
+            continue;
+        }
+        const auto why =
+            record ? std::string("its identity does not match its name") : record.error().message;
+        fs::create_directories(m_path + "/damaged", ec);
+        fs::rename(file, m_path + "/damaged/" + file.filename().string(), ec);
+        loaded.set_aside.push_back("jobs/" + file.filename().string() + ": " + why +
+                                   " (moved to damaged/)");
+    }
+    return loaded;
+}
+
+} // namespace prewarmd

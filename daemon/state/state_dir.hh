@@ -1,0 +1,55 @@
+// The state directory: one daemon at a time (a lock), a record per disk that has
+// had a job, and each job's checkpoint. Every file is written atomically and
+// sealed with a checksum; a damaged record is set aside, reported, never trusted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.hh"
+#include "base/unique_fd.hh"
+#include "measurement/progress.hh"
+
+namespace prewarmd {
+
+// What the daemon remembers of a disk's job across restarts.
+struct JobRecord {
+    std::string identity;
+    JobState state = JobState::queued;
+    std::string reason;
+    std::string mode = "zero";
+    bool requested = false;        // asked for (API), not taken up by itself
+    uint64_t rate_bytes_per_s = 0; // its own rate when asked for one; 0: the shared budget
+    std::string name;              // as last seen: xvdb
+    uint64_t size_bytes = 0;
+    uint64_t done_bytes = 0;
+    uint64_t written_bytes = 0;
+    uint64_t skipped_bytes = 0;
+    int64_t updated_unix = 0;
+};
+
+class StateDir {
+public:
+    // Creates it (mode 0700) and takes its lock: a second daemon on the same state
+    // directory is refused, naming the first one's pid.
+    static Result<StateDir> open(const std::string& path);
+
+    const std::string& path() const { return m_path; }
+    std::string checkpoint_path(const std::string& identity) const;
+    Result<void> save(const JobRecord& record) const;
+    Result<void> forget(const std::string& identity) const;
+
+    struct Loaded {
+        std::vector<JobRecord> records;
+        std::vector<std::string> set_aside; // "jobs/x.json: checksum mismatch"
+    };
+    // Every record; damaged ones are moved into damaged/ and named.
+    Loaded load() const;
+
+private:
+    std::string m_path;
+    UniqueFd m_lock;
+};
+
+} // namespace prewarmd

@@ -1,0 +1,49 @@
+# The daemon at work, with udevd and simulated disks: two blank disks present at
+# start are warmed and reported done (every block allocated); a disk holding ext4
+# is skipped with its reason; a disk attached later is warmed too; a disk another
+# process opens during its attach grace is left alone.
+source "$(dirname "$0")/lib.sh"
+require_devices
+require_udevd
+
+sim_up --disk a=512MiB --disk b=512MiB --disk data=256MiB
+mkfs.ext4 -q -U 22222222-3333-4444-5555-666666666666 "$(dev_of data)"
+
+start_daemon '[discovery]
+match = ["name:loop*"]
+attach_grace = "1s"
+[prefill]
+total_rate = "unlimited"
+max_parallel = 2'
+
+for name in a b; do
+    wait_for_log "$(disk_pattern "$name"): running -> done" 30
+    check_eq "$(stat_of "$name" blocks_allocated)" "$(stat_of "$name" blocks_total)" \
+        "disk $name: every block allocated"
+    check_eq "$(record_of "$name" state)" done "disk $name: recorded"
+done
+wait_for_log "$(disk_pattern data): discovered -> skipped: holds data, warmed only when asked: has ext4 filesystem \(UUID 22222222-3333-4444-5555-666666666666\)"
+[[ $(stat_of data blocks_allocated) -lt $(stat_of data blocks_total) ]] ||
+    fail "the ext4 disk was written through"
+pass "the ext4 disk was not warmed"
+
+# Detached and attached again while the daemon runs: done is done.
+"$simdisk" detach b --state "$SIM"
+wait_for_log "$(disk_pattern b): detached"
+"$simdisk" attach b --state "$SIM" >/dev/null
+wait_for_log "$(disk_pattern b): attached; done before"
+pass "a disk done before is not warmed again"
+
+# A disk someone opens during its grace.
+"$simdisk" down --state "$SIM"
+sim_up --disk busy=256MiB --disk quiet=256MiB
+(exec sleep 4 <"$(dev_of busy)") &
+holder=$!
+on_cleanup "kill $holder"
+wait_for_log "$(disk_pattern busy): waiting -> skipped: in use during the attach grace: opened by sleep \(pid $holder\)"
+wait_for_log "$(disk_pattern quiet): running -> done" 30
+check_eq "$(stat_of busy blocks_allocated)" 0 "blocks allocated on the disk in use"
+
+stop_daemon
+grep -q "stopped" "$DAEMON_LOG" || fail "no clean stop"
+pass "stopped cleanly"

@@ -1,0 +1,205 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/config.hh"
+#include "state/state_dir.hh"
+#include "temp_dir.hh"
+
+using namespace prewarmd;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string error_of(std::string_view text) {
+    const auto r = parse_config(text, "/etc/prewarmd/prewarmd.toml");
+    REQUIRE_FALSE(r.ok());
+    return r.error().message;
+}
+
+// The example, every line uncommented: it must mean exactly the defaults.
+std::string uncommented_example() {
+    std::istringstream in(example_config());
+    std::string out, line;
+    while (std::getline(in, line)) {
+        // "#key = value" is a setting; "# text" is help.
+        if (line.size() > 1 && line[0] == '#' && line[1] != ' ' &&
+            line.find("\"name:xvdb\"") == std::string::npos)
+            line = line.substr(1);
+        out += line + "\n";
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("an empty config is the defaults") {
+    const auto c = parse_config("", "x.toml");
+    REQUIRE(c.ok());
+    CHECK(c->state_dir == "/var/lib/prewarmd");
+    CHECK(c->match == std::vector<std::string>{"xen"});
+    CHECK(c->match_rules.size() == 1);
+    CHECK(c->attach_grace == 30s);
+    CHECK(c->auto_prefill == AutoPrefill::blank);
+    CHECK(c->max_parallel == 1);
+    CHECK(c->total_rate_bytes_per_s == 200ULL << 20);
+    CHECK_FALSE(c->chunk_set);
+}
+
+TEST_CASE("every setting parses") {
+    const auto c = parse_config(R"(
+[daemon]
+state_dir = "/srv/prewarmd"
+log_level = "debug"
+[discovery]
+match = ["xen", "name:loop*"]
+exclude = ["size:-1GiB"]
+attach_grace = "45s"
+wait_for_boot = false
+[prefill]
+auto_prefill = "never"
+mode = "rewrite"
+chunk = "8MiB"
+backend_block = "4MiB"
+queue_depth = 16
+max_parallel = 3
+total_rate = "unlimited"
+checkpoint_interval = "2s"
+io_engine = "sync"
+idle_priority = false
+[rates]
+"name:xvdb" = "50MiB/s"
+"size:1TiB-" = "400MiB/s"
+)",
+                                "x.toml");
+    REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message));
+    CHECK(c->state_dir == "/srv/prewarmd");
+    CHECK(c->match_rules.size() == 2);
+    CHECK(c->exclude_rules.size() == 1);
+    CHECK(c->attach_grace == 45s);
+    CHECK_FALSE(c->wait_for_boot);
+    CHECK(c->auto_prefill == AutoPrefill::never);
+    CHECK(c->mode == Mode::rewrite);
+    CHECK(c->chunk_bytes == 8ULL << 20);
+    CHECK(c->chunk_set);
+    CHECK(c->queue_depth == 16);
+    CHECK(c->max_parallel == 3);
+    CHECK(c->total_rate_bytes_per_s == 0);
+    CHECK(c->io_engine == IoEngineKind::sync);
+    REQUIRE(c->rates.size() == 2);
+    CHECK(c->rates[0].rule.text == "name:xvdb");
+    CHECK(c->rates[1].rate_bytes_per_s == 400ULL << 20);
+}
+
+TEST_CASE("errors name the file, the line and the key") {
+    CHECK(error_of("[prefill]\nmax_parallel = 0\n") ==
+          "/etc/prewarmd/prewarmd.toml:2: [prefill] max_parallel: expected a whole number from 1 "
+          "to 64, not 0");
+    CHECK(error_of("[prefill]\n\nmax_paralel = 2\n") ==
+          "/etc/prewarmd/prewarmd.toml:3: [prefill] max_paralel: unknown key (auto_prefill, mode, "
+          "chunk, backend_block, queue_depth, max_parallel, total_rate, checkpoint_interval, "
+          "io_engine, idle_priority)");
+    CHECK(error_of("[prefil]\nmode = \"zero\"\n").find(":1: [prefil]: unknown section") !=
+          std::string::npos);
+    CHECK(error_of("[prefill]\ntotal_rate = 100\n")
+              .find(":2: [prefill] total_rate: expected a string, such as \"200MiB/s\"") !=
+          std::string::npos);
+    CHECK(error_of("[prefill]\ntotal_rate = \"100MiB\"\n").find("a size per second") !=
+          std::string::npos);
+    CHECK(error_of("[prefill]\nmode = \"shred\"\n")
+              .find("expected one of \"zero\", \"rewrite\", \"read\"") != std::string::npos);
+    CHECK(error_of("[discovery]\nmatch = [\"xen\", \"colour:red\"]\n")
+              .find(":2: [discovery] match: match rule 'colour:red'") != std::string::npos);
+    CHECK(error_of("[discovery]\nattach_grace = \"30\"\n").find("a unit is needed") !=
+          std::string::npos);
+    CHECK(error_of("[daemon]\nstate_dir = \"relative\"\n").find("absolute path") !=
+          std::string::npos);
+    CHECK(error_of("[rates]\n\"name:xvdb\" = \"fast\"\n").find(":2: [rates] \"name:xvdb\":") !=
+          std::string::npos);
+    CHECK(error_of("mode = \"zero\"\n").find("unknown section") != std::string::npos);
+    CHECK(error_of("[prefill\n").find("/etc/prewarmd/prewarmd.toml:1:") == 0);
+}
+
+TEST_CASE("a missing file: an error when named, the defaults at the default path") {
+    TempDir dir;
+    CHECK_FALSE(load_config(dir.file("nope.toml"), false).ok());
+    CHECK(load_config(dir.file("nope.toml"), true).ok());
+}
+
+TEST_CASE("the example config lists every key at its default") {
+    const auto c = parse_config(uncommented_example(), "config.example.toml");
+    REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message));
+    const Config defaults;
+    auto plan = plan_reload(defaults, *c);
+    // Giving chunk in the file is not the same as leaving it out: only that differs.
+    CHECK(plan.applied == std::vector<std::string>{"[prefill] chunk"});
+    CHECK(plan.need_restart.empty());
+    CHECK(c->chunk_bytes == defaults.chunk_bytes);
+    CHECK(c->rates.empty());
+}
+
+TEST_CASE("the committed config.example.toml is the one the option table writes") {
+    std::ifstream in(std::string(PREWARMD_SOURCE_DIR) + "/config.example.toml");
+    std::ostringstream text;
+    text << in.rdbuf();
+    CHECK(text.str() == example_config());
+}
+
+TEST_CASE("a reload applies what it can and names what needs a restart") {
+    const auto before = parse_config("", "x");
+    const auto after = parse_config(
+        "[daemon]\nstate_dir = \"/elsewhere\"\n[prefill]\ntotal_rate = \"50MiB/s\"\n", "x");
+    const auto plan = plan_reload(*before, *after);
+    CHECK(plan.applied == std::vector<std::string>{"[prefill] total_rate"});
+    CHECK(plan.need_restart == std::vector<std::string>{"[daemon] state_dir"});
+}
+
+TEST_CASE("the state directory: one daemon at a time") {
+    TempDir dir;
+    auto first = StateDir::open(dir.file("state"));
+    REQUIRE(first.ok());
+    const auto second = StateDir::open(dir.file("state"));
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error().err == -EBUSY);
+    CHECK(second.error().message.find("another prewarmd (pid " + std::to_string(::getpid())) !=
+          std::string::npos);
+}
+
+TEST_CASE("job records round-trip; a damaged one is set aside, not trusted") {
+    TempDir dir;
+    auto state = StateDir::open(dir.file("state"));
+    REQUIRE(state.ok());
+    JobRecord r;
+    r.identity = "xen-51728-8589934592";
+    r.state = JobState::running;
+    r.reason = "";
+    r.name = "xvdb";
+    r.size_bytes = 8ULL << 30;
+    r.done_bytes = 1ULL << 30;
+    r.requested = true;
+    r.rate_bytes_per_s = 50ULL << 20;
+    REQUIRE(state->save(r).ok());
+    JobRecord other = r;
+    other.identity = "xen-51744-107374182400";
+    other.state = JobState::done;
+    REQUIRE(state->save(other).ok());
+    // Damage the second: flip a byte of its body.
+    const auto path = dir.file("state/jobs/" + other.identity + ".json");
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(50);
+    f.put('#');
+    f.close();
+
+    const auto loaded = state->load();
+    REQUIRE(loaded.records.size() == 1);
+    CHECK(loaded.records[0].identity == r.identity);
+    CHECK(loaded.records[0].state == JobState::running);
+    CHECK(loaded.records[0].done_bytes == 1ULL << 30);
+    CHECK(loaded.records[0].requested);
+    CHECK(loaded.records[0].rate_bytes_per_s == 50ULL << 20);
+    REQUIRE(loaded.set_aside.size() == 1);
+    CHECK(loaded.set_aside[0].find("checksum mismatch") != std::string::npos);
+    CHECK(std::filesystem::exists(dir.file("state/damaged/" + other.identity + ".json")));
+    CHECK(state->load().set_aside.empty()); // moved: reported once
+}

@@ -1,0 +1,329 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "discovery/identity.hh"
+#include "scheduler/scheduler.hh"
+#include "temp_dir.hh"
+#include "udev_fixture.hh"
+
+using namespace prewarmd;
+
+namespace {
+
+// A job that runs until the test ends it; it notes its rate and commands.
+class FakeJob final : public RunningJob {
+public:
+    explicit FakeJob(std::function<void()> on_finished) : m_on_finished(std::move(on_finished)) {}
+    ProgressSnapshot snapshot() const override {
+        std::lock_guard lock(m_mutex);
+        return m_snapshot;
+    }
+    void pause() override {
+        std::lock_guard lock(m_mutex);
+        m_snapshot.state = JobState::paused;
+    }
+    void resume() override {
+        std::lock_guard lock(m_mutex);
+        m_snapshot.state = JobState::running;
+    }
+    void stop(JobState as, std::string reason) override { finish(as, std::move(reason)); }
+    void set_rate(uint64_t bytes_per_s) override { rate = bytes_per_s; }
+    bool finished() const override { return m_finished; }
+    ProgressSnapshot wait() override { return snapshot(); }
+
+    void finish(JobState as, std::string reason = {}) {
+        {
+            std::lock_guard lock(m_mutex);
+            m_snapshot.state = as;
+            m_snapshot.reason = std::move(reason);
+        }
+        m_finished = true;
+        m_on_finished();
+    }
+    std::atomic<uint64_t> rate{0};
+
+private:
+    std::function<void()> m_on_finished;
+    mutable std::mutex m_mutex;
+    ProgressSnapshot m_snapshot{JobState::running};
+    std::atomic<bool> m_finished{false};
+};
+
+class FakeHost final : public JobHost {
+public:
+    Classification look(const DiskInfo& disk) override {
+        Classification c;
+        c.verdict = verdicts.count(disk.name) ? verdicts[disk.name] : Verdict::eligible;
+        c.reasons.push_back(c.verdict == Verdict::eligible ? "blank" : "has ext4 filesystem");
+        return c;
+    }
+    ProtectedDisks protected_disks() override { return {}; }
+    Result<std::unique_ptr<RunningJob>> start(const DiskInfo& disk, const JobSpec& spec,
+                                              std::function<void()> on_finished) override {
+        if (refuse_start.count(disk.name))
+            return Error{-EBUSY, "refused: mounted at /mnt"};
+        auto job = std::make_unique<FakeJob>(std::move(on_finished));
+        jobs[disk.name] = job.get();
+        specs[disk.name] = spec;
+        return std::unique_ptr<RunningJob>(std::move(job));
+    }
+    std::map<std::string, Verdict> verdicts;
+    std::set<std::string> refuse_start;
+    std::map<std::string, FakeJob*> jobs;
+    std::map<std::string, JobSpec> specs;
+};
+
+DiskInfo xen_disk(const std::string& name, uint64_t vdev) {
+    auto d = load_udev_fixture("xen-xvdb-blank.txt");
+    d.name = name;
+    d.devnode = "/dev/" + name;
+    d.devpath = "/devices/vbd-" + std::to_string(vdev) + "/block/" + name;
+    d.parent_attributes["nodename"] = "device/vbd/" + std::to_string(vdev);
+    return d;
+}
+
+struct Harness {
+    explicit Harness(const std::string& extra_config = "") {
+        auto parsed = parse_config("[prefill]\ntotal_rate = \"100MiB/s\"\n" + extra_config, "test");
+        REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error().message));
+        config = *parsed;
+        state.emplace(std::move(*StateDir::open(dir.file("state"))));
+        make();
+    }
+    void make() {
+        Scheduler::Hooks hooks;
+        hooks.watch_grace = [this](const std::string& id, const DiskInfo&) { grace.insert(id); };
+        hooks.forget_grace = [this](const std::string& id) { grace.erase(id); };
+        hooks.wake = [] {};
+        hooks.log = [this](bool, const std::string& line) { log.push_back(line); };
+        scheduler.emplace(config, *state, host, std::move(hooks));
+    }
+    JobState state_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->state; }
+    std::string reason_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->reason; }
+    void quiet(const DiskInfo& d) {
+        scheduler->on_grace(disk_identity(d), false, "quiet for 30 s");
+    }
+
+    TempDir dir;
+    Config config;
+    std::optional<StateDir> state;
+    FakeHost host;
+    std::optional<Scheduler> scheduler;
+    std::set<std::string> grace;
+    std::vector<std::string> log;
+};
+
+} // namespace
+
+TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
+    Harness h;
+    const auto xvdb = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(xvdb);
+    CHECK(h.state_of(xvdb) == JobState::waiting);
+    CHECK(h.grace.count(disk_identity(xvdb)));
+    CHECK(h.host.jobs.empty());
+    h.quiet(xvdb);
+    CHECK(h.state_of(xvdb) == JobState::running);
+    REQUIRE(h.host.jobs.count("xvdb"));
+    CHECK(h.host.specs["xvdb"].options.checkpoint_path.find("/checkpoints/xen-51728-") !=
+          std::string::npos);
+    h.host.jobs["xvdb"]->finish(JobState::done);
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdb) == JobState::done);
+    CHECK(h.state->load().records.size() == 1);
+    CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
+        return l.find("xen-51728-8589934592 (xvdb): running -> done") != std::string::npos;
+    }));
+}
+
+TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with the reason") {
+    Harness h;
+    const auto ext4 = xen_disk("xvdc", 51744);
+    h.host.verdicts["xvdc"] = Verdict::needs_request;
+    h.scheduler->on_attached(ext4);
+    CHECK(h.state_of(ext4) == JobState::skipped);
+    CHECK(h.reason_of(ext4) == "holds data, warmed only when asked: has ext4 filesystem");
+
+    auto loop = load_udev_fixture("loop3.txt");
+    h.scheduler->on_attached(loop);
+    CHECK(h.state_of(loop) == JobState::skipped);
+    CHECK(h.reason_of(loop).find("a loop device") != std::string::npos);
+
+    const auto busy = xen_disk("xvdd", 51760);
+    h.scheduler->on_attached(busy);
+    h.scheduler->on_grace(disk_identity(busy), true, "opened by mkfs.ext4 (pid 812)");
+    CHECK(h.state_of(busy) == JobState::skipped);
+    CHECK(h.reason_of(busy) == "in use during the attach grace: opened by mkfs.ext4 (pid 812)");
+    CHECK(h.host.jobs.empty());
+}
+
+TEST_CASE("at most max_parallel jobs; the rest queue in order, asked-for jobs first") {
+    Harness h("max_parallel = 2\n");
+    std::vector<DiskInfo> disks;
+    for (unsigned i = 0; i < 4; ++i) {
+        disks.push_back(xen_disk("xvd" + std::string(1, char('b' + i)), 51728 + 16 * i));
+        h.scheduler->on_attached(disks.back());
+        h.quiet(disks.back());
+    }
+    CHECK(h.host.jobs.size() == 2);
+    CHECK(h.state_of(disks[2]) == JobState::queued);
+    // Asked for: goes before xvdd, which became ready earlier.
+    const auto asked = xen_disk("xvdf", 51792);
+    h.scheduler->on_attached(asked);
+    REQUIRE(h.scheduler->start(disk_identity(asked), {}).ok());
+    CHECK(h.state_of(asked) == JobState::queued);
+    h.host.jobs["xvdb"]->finish(JobState::done);
+    h.scheduler->reap();
+    CHECK(h.host.jobs.count("xvdf"));
+    CHECK_FALSE(h.host.jobs.count("xvdd"));
+    h.host.jobs["xvdc"]->finish(JobState::done);
+    h.scheduler->reap();
+    CHECK(h.host.jobs.count("xvdd"));
+}
+
+TEST_CASE("running jobs share the total rate; a disk's own rate is its own") {
+    Harness h("max_parallel = 3\n[rates]\n\"name:xvdd\" = \"10MiB/s\"\n");
+    for (const auto& [name, vdev] : {std::pair{"xvdb", 51728}, {"xvdc", 51744}, {"xvdd", 51760}}) {
+        h.scheduler->on_attached(xen_disk(name, static_cast<uint64_t>(vdev)));
+        h.quiet(xen_disk(name, static_cast<uint64_t>(vdev)));
+    }
+    const uint64_t MiB = 1 << 20;
+    CHECK(h.host.jobs["xvdb"]->rate == 50 * MiB);
+    CHECK(h.host.jobs["xvdc"]->rate == 50 * MiB);
+    CHECK(h.host.jobs["xvdd"]->rate == 10 * MiB);
+    h.scheduler->set_total_rate(200 * MiB);
+    CHECK(h.host.jobs["xvdb"]->rate == 100 * MiB);
+    h.host.jobs["xvdc"]->finish(JobState::done);
+    h.scheduler->reap();
+    CHECK(h.host.jobs["xvdb"]->rate == 200 * MiB);
+}
+
+TEST_CASE("pause, resume, cancel and release by disk id") {
+    Harness h("max_parallel = 2\n");
+    const auto a = xen_disk("xvdb", 51728), b = xen_disk("xvdc", 51744);
+    for (const auto& d : {a, b}) {
+        h.scheduler->on_attached(d);
+        h.quiet(d);
+    }
+    const auto ida = disk_identity(a), idb = disk_identity(b);
+    REQUIRE(h.scheduler->pause(ida).ok());
+    CHECK(h.state_of(a) == JobState::paused);
+    CHECK(h.host.jobs["xvdb"]->snapshot().state == JobState::paused);
+    REQUIRE(h.scheduler->resume(ida).ok());
+    CHECK(h.state_of(a) == JobState::running);
+
+    REQUIRE(h.scheduler->release(idb).ok());
+    CHECK(h.host.jobs["xvdc"]->finished());
+    h.scheduler->reap();
+    CHECK(h.state_of(b) == JobState::released);
+    CHECK(h.reason_of(b) == "released on request");
+
+    REQUIRE(h.scheduler->cancel(ida).ok());
+    h.scheduler->reap();
+    CHECK(h.state_of(a) == JobState::cancelled);
+
+    CHECK(h.scheduler->pause("nonesuch").error().err == -ENOENT);
+    CHECK(h.scheduler->resume(ida).error().err == -EINVAL);
+    // Started again on request: one job, then starting it again returns it.
+    REQUIRE(h.scheduler->start(ida, {}).ok());
+    CHECK(h.state_of(a) == JobState::running);
+    const auto* job = h.host.jobs["xvdb"];
+    REQUIRE(h.scheduler->start(ida, {}).ok());
+    CHECK(h.host.jobs["xvdb"] == job);
+}
+
+TEST_CASE("a disk holding data is warmed when asked; a refused one is not") {
+    Harness h;
+    const auto ext4 = xen_disk("xvdc", 51744);
+    h.host.verdicts["xvdc"] = Verdict::needs_request;
+    h.scheduler->on_attached(ext4);
+    REQUIRE(h.scheduler->start(disk_identity(ext4), {Mode::rewrite, 7, {}}).ok());
+    CHECK(h.state_of(ext4) == JobState::running);
+    CHECK(h.host.specs["xvdc"].requested);
+    CHECK(h.host.specs["xvdc"].options.mode == Mode::rewrite);
+    CHECK(h.host.jobs["xvdc"]->rate == 7);
+
+    const auto mounted = xen_disk("xvdd", 51760);
+    h.host.verdicts["xvdd"] = Verdict::refused;
+    h.scheduler->on_attached(mounted);
+    const auto r = h.scheduler->start(disk_identity(mounted), {});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().err == -EBUSY);
+}
+
+TEST_CASE("the claim can still refuse: the job is skipped with the reason") {
+    Harness h;
+    const auto d = xen_disk("xvdb", 51728);
+    h.host.refuse_start.insert("xvdb");
+    h.scheduler->on_attached(d);
+    h.quiet(d);
+    CHECK(h.state_of(d) == JobState::skipped);
+    CHECK(h.reason_of(d) == "not started: refused: mounted at /mnt");
+}
+
+TEST_CASE("a disk detached mid-run is detached, and resumes when it returns") {
+    Harness h;
+    const auto d = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(d);
+    h.quiet(d);
+    h.scheduler->on_detached(d);
+    h.scheduler->reap();
+    CHECK(h.state_of(d) == JobState::detached);
+    CHECK_FALSE(h.scheduler->disk(disk_identity(d))->attached);
+    h.host.jobs.clear();
+    h.scheduler->on_attached(d); // the same disk, back: no grace, it resumes
+    CHECK(h.state_of(d) == JobState::running);
+    CHECK(h.host.jobs.count("xvdb"));
+}
+
+TEST_CASE("after a restart: running jobs resume, done disks stay done, user stops stay") {
+    std::map<std::string, DiskInfo> disks{{"xvdb", xen_disk("xvdb", 51728)},
+                                          {"xvdc", xen_disk("xvdc", 51744)},
+                                          {"xvdd", xen_disk("xvdd", 51760)}};
+    Harness h("max_parallel = 3\n");
+    for (const auto& [name, d] : disks) {
+        h.scheduler->on_attached(d);
+        h.quiet(d);
+    }
+    h.host.jobs["xvdc"]->finish(JobState::done);
+    h.scheduler->reap();
+    REQUIRE(h.scheduler->pause(disk_identity(disks["xvdd"])).ok());
+    h.scheduler->shutdown(); // SIGTERM: xvdb keeps "running" in its record
+
+    h.host.jobs.clear();
+    h.make(); // the daemon starts again on the same state directory
+    for (const auto& [name, d] : disks)
+        h.scheduler->on_attached(d);
+    CHECK(h.state_of(disks["xvdb"]) == JobState::running); // resumed, no grace
+    CHECK(h.host.jobs.count("xvdb"));
+    CHECK(h.state_of(disks["xvdc"]) == JobState::done);
+    CHECK(h.state_of(disks["xvdd"]) == JobState::paused);
+    CHECK(h.host.jobs.size() == 1);
+}
+
+TEST_CASE("auto_prefill never: blank disks are discovered, and warmed when asked") {
+    Harness h("auto_prefill = \"never\"\n");
+    const auto d = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(d);
+    CHECK(h.state_of(d) == JobState::discovered);
+    CHECK(h.grace.empty());
+    REQUIRE(h.scheduler->start(disk_identity(d), {}).ok());
+    CHECK(h.state_of(d) == JobState::running);
+}
+
+TEST_CASE("waiting for the boot: quiet disks wait until it has finished") {
+    Harness h;
+    h.scheduler->set_boot_finished(false);
+    const auto d = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(d);
+    h.quiet(d);
+    CHECK(h.state_of(d) == JobState::waiting);
+    CHECK(h.reason_of(d) == "waiting for the boot to finish");
+    CHECK(h.scheduler->status_line().find("waiting for the boot to finish") != std::string::npos);
+    h.scheduler->set_boot_finished(true);
+    CHECK(h.state_of(d) == JobState::running);
+    CHECK(h.scheduler->status_line().rfind("warming xvdb", 0) == 0);
+}
