@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/args.hh"
+#include "base/json_text.hh"
 #include "base/unique_fd.hh"
 #include "base/units.hh"
 #include "cli/command.hh"
@@ -153,11 +154,10 @@ int watch(const Udev& udev, UdevMonitor& monitor, const std::vector<MatchRule>& 
         const auto protected_disks = find_protected_disks(system.mounts, system.swaps, system.sys);
         if (update.event == DiskTracker::Event::detached) {
             if (json)
-                std::printf("%s\n", nlohmann::json({{"event", "detached"},
-                                                    {"why", update.why},
-                                                    {"name", update.disk.name},
-                                                    {"identity", disk_identity(update.disk)}})
-                                        .dump()
+                std::printf("%s\n", json_text({{"event", "detached"},
+                                               {"why", update.why},
+                                               {"name", update.disk.name},
+                                               {"identity", disk_identity(update.disk)}})
                                         .c_str());
             else
                 std::printf("detached %s (%s): %s\n", update.disk.name.c_str(),
@@ -168,7 +168,7 @@ int watch(const Udev& udev, UdevMonitor& monitor, const std::vector<MatchRule>& 
                 auto out = to_json(r);
                 out["event"] = to_string(update.event);
                 out["why"] = update.why;
-                std::printf("%s\n", out.dump().c_str());
+                std::printf("%s\n", json_text(out).c_str());
             } else {
                 std::printf("%s %s: %s\n%s", std::string(to_string(update.event)).c_str(),
                             update.disk.name.c_str(), update.why.c_str(), to_text(r).c_str());
@@ -195,12 +195,11 @@ int watch(const Udev& udev, UdevMonitor& monitor, const std::vector<MatchRule>& 
             return;
         const auto& name = it->second.name;
         if (json)
-            std::printf("%s\n", nlohmann::json({{"event", "grace"},
-                                                {"name", name},
-                                                {"identity", disk_identity(it->second)},
-                                                {"in_use", outcome.in_use},
-                                                {"why", outcome.why}})
-                                    .dump()
+            std::printf("%s\n", json_text({{"event", "grace"},
+                                           {"name", name},
+                                           {"identity", disk_identity(it->second)},
+                                           {"in_use", outcome.in_use},
+                                           {"why", outcome.why}})
                                     .c_str());
         else
             std::printf("grace %s: %s%s\n", name.c_str(), outcome.in_use ? "in use, " : "",
@@ -302,7 +301,7 @@ int inspect_command(const std::vector<std::string>& args) {
             std::fputs((to_text(r) + "\n").c_str(), stdout);
     }
     if (json)
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", json_text(out, 2).c_str());
     return exit_done;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/args.hh"
+#include "base/json_text.hh"
 #include "base/units.hh"
 #include "cli/command.hh"
 #include "cli/progress_view.hh"
@@ -227,7 +228,7 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
     if (settings.json) {
         nlohmann::json out = result;
         out["path"] = settings.path;
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", json_text(out, 2).c_str());
     } else {
         std::fputs(summary_text(settings.path, result).c_str(), stdout);
     }

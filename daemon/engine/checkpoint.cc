@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.hh"
+#include "base/json_text.hh"
 #include "base/sealed.hh"
 
 namespace prewarmd {
@@ -32,7 +33,7 @@ std::string format_checkpoint(const Checkpoint& c) {
         {"skipped_bytes", c.skipped_bytes},
         {"complete", c.complete},
     };
-    return seal("checkpoint", 1, body.dump() + "\n");
+    return seal("checkpoint", 1, json_text(body) + "\n");
 }
 
 Result<Checkpoint> parse_checkpoint(std::string_view text) {

@@ -13,6 +13,7 @@
 
 #include "base/atomic_file.hh"
 #include "base/io.hh"
+#include "base/json_text.hh"
 #include "base/sealed.hh"
 #include "base/sysfs.hh"
 #include "discovery/identity.hh"
@@ -104,7 +105,7 @@ Result<void> StateDir::save(const JobRecord& r) const {
          r.updated_unix ? r.updated_unix : static_cast<int64_t>(std::time(nullptr))},
     };
     return write_file_atomically(m_path + "/jobs/" + r.identity + ".json",
-                                 seal(record_kind, 1, j.dump() + "\n"));
+                                 seal(record_kind, 1, json_text(j) + "\n"));
 }
 
 Result<void> StateDir::forget(const std::string& identity) const {
