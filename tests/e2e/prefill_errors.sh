@@ -38,10 +38,21 @@ control "capacity unlimited"
 check_ge "$(jq .resumed_bytes "$TEST_DIR/out.json")" $((12 * MiB)) "bytes resumed after ENOSPC"
 check_eq "$(stat_of full blocks_allocated)" "$(stat_of full blocks_total)" "every block allocated in the end"
 
+# Until the prefill of simulated disk NAME has written (not a fixed sleep: a loaded
+# machine may take a while to start it).
+wait_for_writes() { # NAME
+    local _
+    for _ in $(seq 200); do
+        (($(stat_of "$1" blocks_allocated) > 0)) && return 0
+        sleep 0.1
+    done
+    fail "the prefill of $1 wrote nothing in 20 s"
+}
+
 dev=$(dev_of shared)
 "$prewarmd" prefill --rate 32MiB/s "$dev" >"$TEST_DIR/out" 2>&1 &
 pid=$!
-sleep 1
+wait_for_writes shared
 dd if=/dev/urandom of="$dev" bs=4k count=1 seek=60000 oflag=direct status=none
 run_status wait "$pid"
 check_eq "$status" 3 "exit status when another process writes"
@@ -51,7 +62,7 @@ pass "the foreign 4 KiB write is named"
 dev=$(dev_of busy)
 "$prewarmd" prefill --rate 8MiB/s "$dev" >/dev/null 2>&1 &
 pid=$!
-sleep 0.5
+wait_for_writes busy
 run_status "$prewarmd" prefill "$dev" >/dev/null 2>"$TEST_DIR/err"
 check_eq "$status" 6 "exit status for a disk another job holds"
 grep -q "is in use" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
