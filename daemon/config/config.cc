@@ -72,6 +72,34 @@ uint64_t rate_value(std::string_view text, std::string& error) {
     return r ? *r : 0;
 }
 
+std::string path_or_empty(const toml::node& node, std::string& out) {
+    const auto s = string_of(node);
+    if (!s || (!s->empty() && (*s)[0] != '/'))
+        return "expected an absolute path, or \"\" for none";
+    out = *s;
+    return {};
+}
+
+// "127.0.0.1:7433", "[::1]:7433", "0.0.0.0:7433"
+std::string listen_list(const toml::node& node, std::vector<std::string>& out) {
+    const auto* array = node.as_array();
+    if (!array)
+        return "expected a list of addresses, such as [\"127.0.0.1:7433\"]";
+    std::vector<std::string> addresses;
+    for (const auto& item : *array) {
+        const auto text = string_of(item);
+        const auto colon = text ? text->rfind(':') : std::string::npos;
+        if (!text || colon == std::string::npos || colon == 0)
+            return "every address is \"HOST:PORT\", such as \"127.0.0.1:7433\"";
+        const auto port = parse_count(text->substr(colon + 1), 1, 65535);
+        if (!port)
+            return "the port of \"" + *text + "\": " + port.error().message;
+        addresses.push_back(*text);
+    }
+    out = std::move(addresses);
+    return {};
+}
+
 std::string count(const toml::node& node, unsigned& out, int64_t min, int64_t max) {
     const auto* n = node.as_integer();
     if (!n)
@@ -246,6 +274,53 @@ const std::vector<Option>& options() {
          "Give the prefill's I/O the priority class idle, below the VM's own.", true,
          [](const toml::node& n, Config& c) { return boolean(n, c.idle_priority); },
          [](const Config& a, const Config& b) { return a.idle_priority == b.idle_priority; }},
+        {"api", "listen", "[\"127.0.0.1:7433\"]",
+         "TCP addresses of the HTTP API. One that is not loopback needs token_file (and\n"
+         "tls_cert and tls_key, or a TLS-terminating proxy in front).",
+         false, [](const toml::node& n, Config& c) { return listen_list(n, c.api_listen); },
+         [](const Config& a, const Config& b) { return a.api_listen == b.api_listen; }},
+        {"api", "socket", "\"/run/prewarmd/api.sock\"",
+         "The API's unix socket, prewarmctl's default way in; \"\" for none.", false,
+         [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_socket); },
+         [](const Config& a, const Config& b) { return a.api_socket == b.api_socket; }},
+        {"api", "socket_mode", "\"0660\"", "Its permissions, in octal.", false,
+         [](const toml::node& n, Config& c) -> std::string {
+             const auto s = string_of(n);
+             if (!s || s->size() != 4 || s->find_first_not_of("01234567") != std::string::npos)
+                 return "expected four octal digits, such as \"0660\"";
+             c.api_socket_mode = static_cast<unsigned>(std::stoul(*s, nullptr, 8));
+             return {};
+         },
+         [](const Config& a, const Config& b) { return a.api_socket_mode == b.api_socket_mode; }},
+        {"api", "socket_group", "\"\"",
+         "The group that may use the socket besides root; \"\" keeps root's.", false,
+         [](const toml::node& n, Config& c) -> std::string {
+             const auto s = string_of(n);
+             if (!s)
+                 return "expected a group name";
+             c.api_socket_group = *s;
+             return {};
+         },
+         [](const Config& a, const Config& b) { return a.api_socket_group == b.api_socket_group; }},
+        {"api", "token_file", "\"\"",
+         "A file (mode 0600) holding the bearer token that changes need whenever it is set,\n"
+         "and every request not from this machine: letters, digits and ._~- , 16 or more.",
+         false, [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_token_file); },
+         [](const Config& a, const Config& b) { return a.api_token_file == b.api_token_file; }},
+        {"api", "tls_cert", "\"\"", "A PEM certificate (chain): the TCP listeners speak TLS 1.2+.",
+         false, [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_tls_cert); },
+         [](const Config& a, const Config& b) { return a.api_tls_cert == b.api_tls_cert; }},
+        {"api", "tls_key", "\"\"", "Its PEM private key.", false,
+         [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_tls_key); },
+         [](const Config& a, const Config& b) { return a.api_tls_key == b.api_tls_key; }},
+        {"api", "max_connections", "16", "Connections served at once, per listener.", false,
+         [](const toml::node& n, Config& c) { return count(n, c.api_max_connections, 2, 256); },
+         [](const Config& a, const Config& b) {
+             return a.api_max_connections == b.api_max_connections;
+         }},
+        {"api", "rate_limit", "50", "Requests per second from one client; beyond: 429.", false,
+         [](const toml::node& n, Config& c) { return count(n, c.api_rate_limit, 1, 100000); },
+         [](const Config& a, const Config& b) { return a.api_rate_limit == b.api_rate_limit; }},
     };
     return table;
 }
@@ -301,7 +376,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
             known_section |= o.section == section;
         if (!table || !known_section)
             return Error{-EINVAL, where(source, section_key.source()) + ": [" + section +
-                                      "]: unknown section (daemon, discovery, prefill, rates)"};
+                                      "]: unknown section (daemon, discovery, prefill, api, rates)"};
         for (const auto& [key_name, value] : *table) {
             const std::string key(key_name.str());
             const Option* option = nullptr;

@@ -43,6 +43,16 @@ struct Config {
     std::chrono::milliseconds checkpoint_interval{5000};
     IoEngineKind io_engine = IoEngineKind::automatic;
     bool idle_priority = true;
+    // [api]
+    std::vector<std::string> api_listen = {"127.0.0.1:7433"};
+    std::string api_socket = "/run/prewarmd/api.sock";
+    unsigned api_socket_mode = 0660;
+    std::string api_socket_group;
+    std::string api_token_file;
+    std::string api_tls_cert;
+    std::string api_tls_key;
+    unsigned api_max_connections = 16;
+    unsigned api_rate_limit = 50; // requests per second and client
     // [rates]: "RULE" = "RATE", a disk's own rate, outside the shared budget
     std::vector<RateOverride> rates;
 

@@ -54,9 +54,16 @@ private:
     std::array<int64_t, bucket_count> m_ids{}; // which bucket a slot holds now
 };
 
+// The bucket bounds of the write latency histogram in /metrics, in seconds.
+inline constexpr std::array<double, 12> latency_bounds_seconds{
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+
 struct LatencySummary {
     uint64_t count = 0;
     std::chrono::microseconds p50{0}, p90{0}, p99{0}, max{0};
+    double sum_seconds = 0;
+    // Observations at or under each of latency_bounds_seconds (cumulative).
+    std::array<uint64_t, latency_bounds_seconds.size()> at_or_under{};
 };
 
 // Log-linear histogram of latencies: 8 buckets per power of two of microseconds,
@@ -80,6 +87,7 @@ private:
     std::array<uint64_t, bucket_count> m_counts{};
     uint64_t m_count = 0;
     uint64_t m_max_us = 0;
+    uint64_t m_sum_us = 0;
 };
 
 struct ProgressSnapshot {

@@ -30,6 +30,8 @@ struct Scheduler::Entry {
     std::optional<JobState> stopping_as;
     std::string stopping_reason;
     bool keep_state = false;
+    int64_t first_seen_unix = 0;
+    int64_t state_since_unix = 0;
 };
 
 namespace {
@@ -133,15 +135,22 @@ void Scheduler::set_state(Entry& e, JobState state, std::string reason) {
             (reason.empty() ? "" : ": " + reason));
     e.state = state;
     e.reason = std::move(reason);
+    e.state_since_unix = static_cast<int64_t>(std::time(nullptr));
     if (recorded(state)) {
         e.has_record = true;
         save(e);
     }
+    if (m_hooks.changed)
+        m_hooks.changed("state", e.identity);
 }
 
 void Scheduler::on_attached(const DiskInfo& disk) {
     auto& e = entry_for(disk);
     e.attached = true;
+    if (!e.first_seen_unix)
+        e.first_seen_unix = static_cast<int64_t>(std::time(nullptr));
+    if (m_hooks.changed)
+        m_hooks.changed("added", e.identity);
     decide(e);
     schedule();
 }
@@ -247,6 +256,8 @@ void Scheduler::on_detached(const DiskInfo& disk) {
     if (!e)
         return;
     e->attached = false;
+    if (m_hooks.changed)
+        m_hooks.changed("removed", e->identity);
     if (e->grace_watched && m_hooks.forget_grace)
         m_hooks.forget_grace(e->identity);
     e->grace_watched = false;
@@ -542,7 +553,10 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.match_reason = e->match.reason;
     v.verdict = e->look.verdict;
     v.verdict_reasons = e->look.reasons;
+    v.facts = e->look.facts;
     v.requested = e->requested;
+    v.first_seen_unix = e->first_seen_unix;
+    v.state_since_unix = e->state_since_unix;
     v.progress = e->job ? e->job->snapshot() : e->last;
     if (e->job && v.progress.state == JobState::paused && v.state == JobState::running) {
         v.state = JobState::paused; // paused by the job itself: the backend is full

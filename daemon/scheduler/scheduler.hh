@@ -31,8 +31,11 @@ struct DiskView {
     std::string match_reason;
     Verdict verdict = Verdict::refused;
     std::vector<std::string> verdict_reasons;
+    DiskFacts facts;
     bool requested = false;
     ProgressSnapshot progress;
+    int64_t first_seen_unix = 0; // this run
+    int64_t state_since_unix = 0;
 };
 
 struct StartRequest {
@@ -51,6 +54,8 @@ public:
         std::function<void()> wake;
         // One line per decision, with the disk's id.
         std::function<void(bool warning, const std::string& line)> log;
+        // A disk came (added), went (removed) or changed state: for the event stream.
+        std::function<void(std::string_view event, const std::string& identity)> changed;
     };
 
     Scheduler(const Config& config, const StateDir& state, JobHost& host, Hooks hooks);

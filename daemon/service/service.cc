@@ -6,10 +6,17 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+
+#include <nlohmann/json.hpp>
 
 #include <systemd/sd-daemon.h>
 
+#include "api/events.hh"
+#include "api/router.hh"
+#include "api/server.hh"
+#include "base/json_text.hh"
 #include "config/config.hh"
 #include "discovery/grace.hh"
 #include "discovery/identity.hh"
@@ -17,6 +24,7 @@
 #include "discovery/udev.hh"
 #include "scheduler/disk_job_host.hh"
 #include "scheduler/scheduler.hh"
+#include "service/dispatcher.hh"
 #include "service/event_loop.hh"
 #include "service/log.hh"
 #include "state/state_dir.hh"
@@ -25,6 +33,80 @@ namespace prewarmd {
 namespace {
 
 constexpr int exit_ok = 0, exit_failure = 1, exit_config = 2, exit_other_instance = 3;
+constexpr auto api_timeout = std::chrono::seconds(2);
+
+// The API's view of the daemon: every call runs on the loop's thread.
+class LoopBackend final : public ApiBackend {
+public:
+    LoopBackend(Dispatcher& dispatcher, Scheduler& scheduler, const std::atomic<bool>& ready)
+        : m_dispatcher(dispatcher), m_scheduler(scheduler), m_ready(ready) {}
+
+    Result<std::vector<DiskView>> disks() override {
+        return answer(m_dispatcher.call([this] { return m_scheduler.disks(); }, api_timeout));
+    }
+    Result<std::optional<DiskView>> disk(const std::string& id) override {
+        return answer(m_dispatcher.call([this, id] { return m_scheduler.disk(id); }, api_timeout));
+    }
+    Result<void> act(const std::string& id, DiskAction action, const StartRequest& start) override {
+        auto done = m_dispatcher.call(
+            [this, id, action, start]() -> Result<void> {
+                switch (action) {
+                case DiskAction::start:
+                    return m_scheduler.start(id, start);
+                case DiskAction::pause:
+                    return m_scheduler.pause(id);
+                case DiskAction::resume:
+                    return m_scheduler.resume(id);
+                case DiskAction::cancel:
+                    return m_scheduler.cancel(id);
+                case DiskAction::release:
+                    return m_scheduler.release(id);
+                }
+                return Error{-EINVAL, "unknown action"};
+            },
+            api_timeout);
+        if (!done)
+            return busy();
+        return *done;
+    }
+    Result<ApiSettings> settings() override {
+        return answer(m_dispatcher.call([this] { return current(); }, api_timeout));
+    }
+    Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) override {
+        return answer(m_dispatcher.call(
+            [this, patch] {
+                if (patch.total_rate_bytes_per_s)
+                    m_scheduler.set_total_rate(*patch.total_rate_bytes_per_s);
+                if (patch.max_parallel)
+                    m_scheduler.set_max_parallel(*patch.max_parallel);
+                if (patch.auto_prefill)
+                    m_scheduler.set_auto_prefill(*patch.auto_prefill);
+                log_info("api: settings now: total_rate " +
+                         std::to_string(m_scheduler.config().total_rate_bytes_per_s) +
+                         " B/s, max_parallel " + std::to_string(m_scheduler.config().max_parallel));
+                return current();
+            },
+            api_timeout));
+    }
+    bool ready() override { return m_ready; }
+
+private:
+    static Error busy() { return Error{-EAGAIN, "the daemon did not answer in time"}; }
+    template <typename T>
+    static Result<T> answer(std::optional<T> value) {
+        if (!value)
+            return busy();
+        return std::move(*value);
+    }
+    ApiSettings current() const {
+        const auto& c = m_scheduler.config();
+        return {c.total_rate_bytes_per_s, c.max_parallel, c.auto_prefill};
+    }
+
+    Dispatcher& m_dispatcher;
+    Scheduler& m_scheduler;
+    const std::atomic<bool>& m_ready;
+};
 
 void drain(int fd) {
     uint64_t value;
@@ -49,6 +131,9 @@ private:
     void on_signal();
     void reload();
     void notify_status();
+    void publish(std::string_view event, const std::string& identity);
+    void publish_progress();
+    Result<void> start_api();
 
     ServiceOptions m_options;
     Config m_config;
@@ -59,6 +144,12 @@ private:
     std::optional<UdevMonitor> m_monitor;
     std::optional<AttachGrace> m_grace;
     std::optional<Scheduler> m_scheduler;
+    EventBus m_events;
+    std::atomic<bool> m_ready{false};
+    std::unique_ptr<Dispatcher> m_dispatcher;
+    std::optional<LoopBackend> m_backend;
+    std::optional<ApiRouter> m_router;
+    std::unique_ptr<ApiServer> m_api;
     DiskTracker m_tracker;
     UniqueFd m_signals;
     UniqueFd m_wake;
@@ -118,6 +209,9 @@ Result<void> Service::start() {
     hooks.log = [](bool warning, const std::string& line) {
         warning ? log_warning(line) : log_info(line);
     };
+    hooks.changed = [this](std::string_view event, const std::string& identity) {
+        publish(event, identity);
+    };
     m_scheduler.emplace(m_config, m_state, m_host, std::move(hooks));
     // Waiting for the boot to finish needs systemd's D-Bus API: until that watcher
     // exists, the boot counts as finished, and the log says so.
@@ -150,10 +244,13 @@ Result<void> Service::start() {
     // Grace outcomes come from an open seen (the fd) or a period ended (the timer).
     m_handles.push_back(
         m_loop->timer([this] { return m_grace->next_deadline(); }, [this] { grace_outcomes(); }));
-    // STATUS= once a second while a job runs; nothing when idle.
+    // STATUS= and progress events once a second while a job runs; nothing when idle.
     m_handles.push_back(m_loop->timer(
         [this] { return m_scheduler->busy() ? std::optional(m_next_status) : std::nullopt; },
-        [this] { notify_status(); }));
+        [this] {
+            notify_status();
+            publish_progress();
+        }));
     uint64_t watchdog_usec = 0;
     if (sd_watchdog_enabled(0, &watchdog_usec) > 0) {
         m_watchdog = std::chrono::microseconds(watchdog_usec / 2);
@@ -167,7 +264,43 @@ Result<void> Service::start() {
     for (const auto& disk : m_udev->disks())
         for (const auto& update : m_tracker.on_uevent("present", disk))
             m_scheduler->on_attached(update.disk);
+    m_ready = true;
+    return start_api();
+}
+
+Result<void> Service::start_api() {
+    auto dispatcher = Dispatcher::create(*m_loop);
+    if (!dispatcher)
+        return dispatcher.error();
+    m_dispatcher = std::move(*dispatcher);
+    m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready);
+    m_router.emplace(*m_backend);
+    auto api =
+        ApiServer::start(m_config, *m_router, m_events, [](bool warning, const std::string& line) {
+            warning ? log_warning(line) : log_info(line);
+        });
+    if (!api)
+        return api.error();
+    m_api = std::move(*api);
     return {};
+}
+
+void Service::publish(std::string_view event, const std::string& identity) {
+    if (event == "removed") {
+        m_events.publish("disk_removed", json_text(nlohmann::json({{"id", identity}})));
+        return;
+    }
+    const auto disk = m_scheduler->disk(identity);
+    if (disk)
+        m_events.publish(event == "added" ? "disk_added" : "state_changed", disk_json(*disk));
+}
+
+// At most once a second per disk: this runs on the 1 s timer only.
+void Service::publish_progress() {
+    for (const auto& d : m_scheduler->disks())
+        if (d.state == JobState::running || d.state == JobState::paused)
+            m_events.publish("progress", json_text({{"id", d.identity},
+                                                    {"progress", nlohmann::json(d.progress)}}));
 }
 
 void Service::grace_outcomes() {
@@ -206,6 +339,8 @@ void Service::on_signal() {
         log_info(std::string("stopping on ") + (info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT") +
                  ": jobs checkpoint and resume at the next start");
         sd_notify(0, "STOPPING=1\nSTATUS=stopping: checkpointing jobs");
+        if (m_api)
+            m_api->stop(); // no new commands while the jobs stop
         m_scheduler->shutdown();
         m_loop->quit();
         return;
@@ -252,7 +387,7 @@ void Service::notify_status() {
 int Service::run() {
     if (auto started = start(); !started) {
         log_error(started.error().message);
-        return exit_failure;
+        return started.error().err == -EINVAL ? exit_config : exit_failure;
     }
     m_next_watchdog = Clock::now();
     sd_notify(0, "READY=1");

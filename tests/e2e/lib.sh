@@ -170,3 +170,33 @@ record_of() { # NAME FIELD
 # A log pattern for the simulated disk NAME by its identity, not its kernel name
 # (loop numbers are reused): "..._mnt_NAME-SIZE (loopN)".
 disk_pattern() { echo "_mnt_$1-[0-9]+ \(loop[0-9]+\)"; }
+
+# Chooses the API of a daemon to start: a port of this test's own and a socket in its
+# directory; sets $API, $API_SOCKET and $API_CONFIG, the [api] section to append to the
+# configuration (never call it in "$(...)").
+api_config() {
+    API_PORT=$((20000 + RANDOM % 20000))
+    API=http://127.0.0.1:$API_PORT
+    API_SOCKET=$TEST_DIR/api.sock
+    API_CONFIG=$(printf '[api]\nlisten = ["127.0.0.1:%s"]\nsocket = "%s"\n' "$API_PORT" "$API_SOCKET")
+}
+
+wait_for_api() {
+    for _ in $(seq 50); do
+        curl -sf "$API/readyz" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    fail "the API does not answer: $(tail -5 "$DAEMON_LOG")"
+}
+
+# One request, recorded in $TEST_DIR/exchanges.jsonl for the contract check; prints
+# the status. Extra arguments go to curl.
+exchange() { # METHOD PATH [CURL ARGS...]
+    local method=$1 path=$2 meta
+    shift 2
+    meta=$(curl -s -o "$TEST_DIR/body" -w '%{http_code} %{content_type}' -X "$method" "$@" "$API$path")
+    jq -cn --arg m "$method" --arg p "$path" --argjson s "${meta%% *}" --arg c "${meta#* }" \
+        --rawfile b "$TEST_DIR/body" '{method: $m, path: $p, status: $s, content_type: $c, body: $b}' \
+        >>"$TEST_DIR/exchanges.jsonl"
+    echo "${meta%% *}"
+}

@@ -1,0 +1,44 @@
+// What the API serves and steers, whoever runs it: the daemon's scheduler (from
+// its own thread), or a fake in the tests and the fuzzer.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hh"
+#include "config/config.hh"
+#include "scheduler/scheduler.hh"
+
+namespace prewarmd {
+
+enum class DiskAction { start, pause, resume, cancel, release };
+
+struct ApiSettings {
+    uint64_t total_rate_bytes_per_s = 0; // 0: unlimited
+    unsigned max_parallel = 1;
+    AutoPrefill auto_prefill = AutoPrefill::blank;
+};
+
+struct ApiSettingsPatch {
+    std::optional<uint64_t> total_rate_bytes_per_s;
+    std::optional<unsigned> max_parallel;
+    std::optional<AutoPrefill> auto_prefill;
+};
+
+class ApiBackend {
+public:
+    virtual ~ApiBackend() = default;
+    // Every call may fail with -EAGAIN: the daemon did not answer in time.
+    virtual Result<std::vector<DiskView>> disks() = 0;
+    virtual Result<std::optional<DiskView>> disk(const std::string& identity) = 0;
+    // Errors as the scheduler gives them: -ENOENT, -ENODEV, -EBUSY, -EINVAL.
+    virtual Result<void> act(const std::string& identity, DiskAction action,
+                             const StartRequest& start) = 0;
+    virtual Result<ApiSettings> settings() = 0;
+    virtual Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) = 0;
+    // Discovery runs: the daemon has enumerated the disks and listens to udev.
+    virtual bool ready() = 0;
+};
+
+} // namespace prewarmd

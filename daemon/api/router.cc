@@ -1,0 +1,479 @@
+#include "api/router.hh"
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "base/json_text.hh"
+#include "discovery/identity.hh"
+
+namespace prewarmd {
+namespace {
+
+using json = nlohmann::json;
+
+// Deeper than this, a body is refused before parsing: the parser recurses.
+constexpr int max_json_depth = 16;
+
+std::string rfc3339(int64_t unix_seconds) {
+    if (unix_seconds == 0)
+        return {};
+    const auto t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return text;
+}
+
+std::vector<std::string_view> segments(std::string_view path) {
+    std::vector<std::string_view> out;
+    size_t i = 0;
+    while (i < path.size()) {
+        while (i < path.size() && path[i] == '/')
+            ++i;
+        const size_t start = i;
+        while (i < path.size() && path[i] != '/')
+            ++i;
+        if (i > start)
+            out.push_back(path.substr(start, i - start));
+    }
+    return out;
+}
+
+// Whether `path` fits the route's pattern; its {id} segment when it does.
+bool fits(std::string_view pattern, std::string_view path, std::string& id) {
+    const auto want = segments(pattern);
+    const auto got = segments(path);
+    if (want.size() != got.size() || path.empty() || path.front() != '/' ||
+        (path.size() > 1 && path.back() == '/'))
+        return false;
+    for (size_t i = 0; i < want.size(); ++i) {
+        if (want[i] == "{id}")
+            id = std::string(got[i]);
+        else if (want[i] != got[i])
+            return false;
+    }
+    return true;
+}
+
+bool too_deep(std::string_view text) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max_json_depth)
+                return true;
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return false;
+}
+
+// The JSON object of a request body; an empty body is an empty object.
+std::variant<json, ApiResponse> object_body(const ApiRequest& request) {
+    if (request.body.empty())
+        return json::object();
+    const auto type = request.content_type.substr(0, request.content_type.find(';'));
+    if (type != "application/json")
+        return problem(415, "unsupported-media-type", "Unsupported media type",
+                       "a body must be application/json");
+    if (request.body.size() > api_max_body_bytes)
+        return problem(413, "body-too-large", "Body too large",
+                       "a body may hold at most 65536 bytes");
+    if (too_deep(request.body))
+        return problem(400, "malformed-json", "Malformed JSON", "the body nests too deeply");
+    json body;
+    try {
+        body = json::parse(request.body);
+    } catch (const json::exception& e) {
+        return problem(400, "malformed-json", "Malformed JSON",
+                       std::string("the body is not JSON: ") + e.what());
+    }
+    if (!body.is_object())
+        return problem(400, "wrong-type", "Wrong type", "the body must be a JSON object");
+    return body;
+}
+
+ApiResponse unknown_field(const std::string& key, const std::string& known) {
+    return problem(400, "unknown-field", "Unknown field",
+                   "unknown field '" + key + "' (known: " + known + ")");
+}
+
+ApiResponse wrong_type(const std::string& key, const std::string& expected) {
+    return problem(400, "wrong-type", "Wrong type", "'" + key + "' must be " + expected);
+}
+
+ApiResponse out_of_range(const std::string& key, const std::string& range) {
+    return problem(400, "out-of-range", "Out of range", "'" + key + "' must be " + range);
+}
+
+// Sets `out` to a JSON integer within [min, max]; the problem with it otherwise.
+template <typename T>
+std::optional<ApiResponse> integer(const json& value, const std::string& key, uint64_t min,
+                                   uint64_t max, std::optional<T>& out) {
+    if (!value.is_number_integer())
+        return wrong_type(key, "an integer");
+    if (value.is_number_unsigned() || value.get<int64_t>() >= 0) {
+        const auto n = value.get<uint64_t>();
+        if (n >= min && n <= max) {
+            out = static_cast<T>(n);
+            return std::nullopt;
+        }
+    }
+    return out_of_range(key, "from " + std::to_string(min) + " to " + std::to_string(max));
+}
+
+ApiResponse error_response(const Error& error) {
+    switch (-error.err) {
+    case ENOENT:
+        return problem(404, "unknown-disk", "Unknown disk", error.message);
+    case ENODEV:
+        return problem(409, "not-attached", "Not attached", error.message);
+    case EBUSY:
+        return problem(409, "refused", "Refused", error.message);
+    case EINVAL:
+        return problem(409, "wrong-state", "Not in that state", error.message);
+    case EAGAIN:
+        return problem(503, "busy", "Busy", error.message);
+    default:
+        return problem(500, "internal", "Internal error", error.message);
+    }
+}
+
+json settings_json(const ApiSettings& s) {
+    return {{"total_rate_bytes_per_s", s.total_rate_bytes_per_s},
+            {"max_parallel", s.max_parallel},
+            {"auto_prefill", s.auto_prefill == AutoPrefill::blank ? "blank" : "never"}};
+}
+
+ApiResponse json_response(int status, const json& body) {
+    ApiResponse r;
+    r.status = status;
+    r.body = json_text(body) + "\n";
+    return r;
+}
+
+// Prometheus label values: backslash, quote and newline escaped.
+std::string label(std::string_view value) {
+    std::string out;
+    for (const char c : value) {
+        if (c == '\\' || c == '"')
+            out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+} // namespace
+
+bool valid_disk_id(std::string_view id) {
+    return !id.empty() && id.size() <= 200 && url_safe(std::string(id)) == id;
+}
+
+ApiResponse problem(int status, std::string_view slug, std::string_view title,
+                    const std::string& detail) {
+    ApiResponse r;
+    r.status = status;
+    r.content_type = "application/problem+json";
+    r.body = json_text({{"type", "urn:prewarmd:problem:" + std::string(slug)},
+                        {"title", title},
+                        {"status", status},
+                        {"detail", detail}}) +
+             "\n";
+    return r;
+}
+
+const std::vector<ApiRoute>& ApiRouter::routes() {
+    static const std::vector<ApiRoute> table = {
+        {"GET", "/healthz", false},
+        {"GET", "/readyz", false},
+        {"GET", "/metrics", false},
+        {"GET", "/v1/disks", false},
+        {"GET", "/v1/disks/{id}", false},
+        {"POST", "/v1/disks/{id}/start", true},
+        {"POST", "/v1/disks/{id}/pause", true},
+        {"POST", "/v1/disks/{id}/resume", true},
+        {"POST", "/v1/disks/{id}/cancel", true},
+        {"POST", "/v1/disks/{id}/release", true},
+        {"GET", "/v1/settings", false},
+        {"PATCH", "/v1/settings", true},
+        {"GET", "/v1/events", false},
+    };
+    return table;
+}
+
+std::string disk_json(const DiskView& v) {
+    json facts = {
+        {"logical_block_bytes", v.facts.logical_block_bytes},
+        {"physical_block_bytes", v.facts.physical_block_bytes},
+        {"optimal_io_bytes", v.facts.optimal_io_bytes},
+        {"rotational", v.facts.rotational},
+        {"read_only", v.facts.read_only},
+        {"removable", v.facts.removable},
+    };
+    const auto vdev = xen_vdev(v.disk);
+    const json out = {
+        {"id", v.identity},
+        {"name", v.disk.name},
+        {"devnode", v.disk.devnode},
+        {"attached", v.attached},
+        {"size_bytes", v.disk.size_bytes},
+        {"diskseq", v.disk.diskseq},
+        {"xen_vdev", vdev ? json(*vdev) : json(nullptr)},
+        {"facts", facts},
+        {"considered", v.matched},
+        {"consider_reason", v.match_reason},
+        {"verdict", to_string(v.verdict)},
+        {"verdict_reasons", v.verdict_reasons},
+        {"state", to_string(v.state)},
+        {"reason", v.reason},
+        {"requested", v.requested},
+        {"first_seen", rfc3339(v.first_seen_unix)},
+        {"state_since", rfc3339(v.state_since_unix)},
+        {"progress", json(v.progress)},
+    };
+    return json_text(out);
+}
+
+ApiResponse ApiRouter::handle(const ApiRequest& request) {
+    std::string id;
+    const ApiRoute* route = nullptr;
+    std::string allowed;
+    for (const auto& r : routes()) {
+        std::string found_id;
+        if (!fits(r.path, request.path, found_id))
+            continue;
+        allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
+        if (r.method == request.method) {
+            route = &r;
+            id = found_id;
+        }
+    }
+    if (allowed.empty())
+        return problem(404, "no-route", "Not found", "no such route: " + request.path);
+    if (!route) {
+        auto r = problem(405, "method-not-allowed", "Method not allowed",
+                         request.method + " is not allowed here (allowed: " + allowed + ")");
+        r.headers.emplace_back("Allow", allowed);
+        return r;
+    }
+    if (route->path.find("{id}") != std::string_view::npos && !valid_disk_id(id))
+        return problem(400, "invalid-id", "Invalid disk id",
+                       "a disk id has letters, digits, '.', '_' and '-' only, at most 200");
+    const std::string_view path = route->path;
+    if (path == "/healthz")
+        return json_response(200, {{"status", "ok"}});
+    if (path == "/readyz")
+        return m_backend.ready()
+                   ? json_response(200, {{"status", "ready"}})
+                   : problem(503, "not-ready", "Not ready", "discovery has not started yet");
+    if (path == "/metrics") {
+        const auto disks = m_backend.disks();
+        const auto settings = m_backend.settings();
+        if (!disks || !settings)
+            return error_response(!disks ? disks.error() : settings.error());
+        ApiResponse r;
+        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        r.body = prometheus_metrics(*disks, *settings);
+        return r;
+    }
+    if (path == "/v1/events") {
+        ApiResponse r;
+        r.event_stream = true;
+        r.content_type = "text/event-stream";
+        return r;
+    }
+    if (path == "/v1/disks") {
+        const auto disks = m_backend.disks();
+        if (!disks)
+            return error_response(disks.error());
+        json list = json::array();
+        for (const auto& d : *disks)
+            list.push_back(json::parse(disk_json(d)));
+        return json_response(200, {{"disks", list}});
+    }
+    if (path == "/v1/disks/{id}")
+        return disk_response(200, id);
+    if (path == "/v1/settings") {
+        if (request.method != "GET")
+            return patch_settings(request);
+        const auto settings = m_backend.settings();
+        return settings ? json_response(200, settings_json(*settings))
+                        : error_response(settings.error());
+    }
+    static const std::pair<std::string_view, DiskAction> actions[] = {
+        {"/v1/disks/{id}/start", DiskAction::start},
+        {"/v1/disks/{id}/pause", DiskAction::pause},
+        {"/v1/disks/{id}/resume", DiskAction::resume},
+        {"/v1/disks/{id}/cancel", DiskAction::cancel},
+        {"/v1/disks/{id}/release", DiskAction::release},
+    };
+    for (const auto& [action_path, action] : actions)
+        if (path == action_path)
+            return disk_action(id, action, request);
+    return problem(500, "internal", "Internal error", "an unhandled route");
+}
+
+ApiResponse ApiRouter::disk_action(const std::string& id, DiskAction action,
+                                   const ApiRequest& request) {
+    auto parsed = object_body(request);
+    if (auto* error = std::get_if<ApiResponse>(&parsed))
+        return *error;
+    const auto& body = std::get<json>(parsed);
+    StartRequest start;
+    for (const auto& [key, value] : body.items()) {
+        if (action != DiskAction::start)
+            return unknown_field(key, "none");
+        if (key == "mode") {
+            if (!value.is_string())
+                return wrong_type(key, "a string");
+            const auto mode = parse_mode(value.get<std::string>());
+            if (!mode)
+                return out_of_range(key, "one of zero, rewrite, read");
+            start.mode = mode;
+        } else if (key == "rate_bytes_per_s") {
+            if (auto error = integer(value, key, 1, uint64_t{1} << 40, start.rate_bytes_per_s))
+                return *error;
+        } else if (key == "queue_depth") {
+            if (auto error = integer(value, key, 1, 64, start.queue_depth))
+                return *error;
+        } else {
+            return unknown_field(key, "mode, rate_bytes_per_s, queue_depth");
+        }
+    }
+    if (auto done = m_backend.act(id, action, start); !done)
+        return error_response(done.error());
+    return disk_response(action == DiskAction::start ? 202 : 200, id);
+}
+
+ApiResponse ApiRouter::disk_response(int status, const std::string& id) {
+    const auto disk = m_backend.disk(id);
+    if (!disk)
+        return error_response(disk.error());
+    if (!*disk)
+        return problem(404, "unknown-disk", "Unknown disk", "no disk " + id);
+    ApiResponse r;
+    r.status = status;
+    r.body = disk_json(**disk) + "\n";
+    return r;
+}
+
+ApiResponse ApiRouter::patch_settings(const ApiRequest& request) {
+    auto parsed = object_body(request);
+    if (auto* error = std::get_if<ApiResponse>(&parsed))
+        return *error;
+    const auto& body = std::get<json>(parsed);
+    ApiSettingsPatch patch;
+    for (const auto& [key, value] : body.items()) {
+        if (key == "total_rate_bytes_per_s") {
+            if (auto error =
+                    integer(value, key, 0, uint64_t{1} << 40, patch.total_rate_bytes_per_s))
+                return *error;
+        } else if (key == "max_parallel") {
+            if (auto error = integer(value, key, 1, 64, patch.max_parallel))
+                return *error;
+        } else if (key == "auto_prefill") {
+            if (!value.is_string())
+                return wrong_type(key, "a string");
+            if (value == "blank")
+                patch.auto_prefill = AutoPrefill::blank;
+            else if (value == "never")
+                patch.auto_prefill = AutoPrefill::never;
+            else
+                return out_of_range(key, "blank or never");
+        } else {
+            return unknown_field(key, "total_rate_bytes_per_s, max_parallel, auto_prefill");
+        }
+    }
+    const auto settings = m_backend.update_settings(patch);
+    return settings ? json_response(200, settings_json(*settings))
+                    : error_response(settings.error());
+}
+
+std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSettings& settings) {
+    std::string out;
+    const auto family = [&](std::string_view name, std::string_view type, std::string_view help) {
+        out += "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " +
+               std::string(name) + " " + std::string(type) + "\n";
+    };
+    const auto labels = [](const DiskView& d) {
+        return "disk=\"" + label(d.identity) + "\",name=\"" + label(d.disk.name) + "\"";
+    };
+    char number[64];
+    const auto num = [&](double v) {
+        std::snprintf(number, sizeof number, "%.17g", v);
+        return std::string(number);
+    };
+    family("prewarmd_disk_size_bytes", "gauge", "Size of the disk.");
+    for (const auto& d : disks)
+        out += "prewarmd_disk_size_bytes{" + labels(d) + "} " + std::to_string(d.disk.size_bytes) +
+               "\n";
+    family("prewarmd_disk_written_bytes_total", "counter",
+           "Bytes the disk's current or last job wrote.");
+    for (const auto& d : disks)
+        out += "prewarmd_disk_written_bytes_total{" + labels(d) + "} " +
+               std::to_string(d.progress.written_bytes) + "\n";
+    family("prewarmd_disk_skipped_bytes_total", "counter",
+           "Bytes the disk's current or last job left alone: they held data.");
+    for (const auto& d : disks)
+        out += "prewarmd_disk_skipped_bytes_total{" + labels(d) + "} " +
+               std::to_string(d.progress.skipped_bytes) + "\n";
+    family("prewarmd_disk_progress_ratio", "gauge", "Share of the disk warmed, 0 to 1.");
+    for (const auto& d : disks)
+        out +=
+            "prewarmd_disk_progress_ratio{" + labels(d) + "} " +
+            num(d.progress.total_bytes ? d.progress.ratio() : (d.state == JobState::done ? 1 : 0)) +
+            "\n";
+    family("prewarmd_disk_rate_bytes_per_second", "gauge", "Warming rate over the last 10 s.");
+    for (const auto& d : disks)
+        out += "prewarmd_disk_rate_bytes_per_second{" + labels(d) + "} " +
+               num(d.progress.rate_10s_bytes_per_s) + "\n";
+    family("prewarmd_disk_state", "gauge", "The disk's job state: 1 for the current one.");
+    for (const auto& d : disks)
+        for (int s = 0; s <= static_cast<int>(JobState::interrupted); ++s)
+            out += "prewarmd_disk_state{" + labels(d) + ",state=\"" +
+                   std::string(to_string(static_cast<JobState>(s))) + "\"} " +
+                   (static_cast<int>(d.state) == s ? "1" : "0") + "\n";
+    family("prewarmd_disk_write_latency_seconds", "histogram",
+           "Latency of the prefill's writes (the current or last job).");
+    for (const auto& d : disks) {
+        const auto& l = d.progress.write_latency;
+        for (size_t i = 0; i < latency_bounds_seconds.size(); ++i)
+            out += "prewarmd_disk_write_latency_seconds_bucket{" + labels(d) + ",le=\"" +
+                   num(latency_bounds_seconds[i]) + "\"} " + std::to_string(l.at_or_under[i]) +
+                   "\n";
+        out += "prewarmd_disk_write_latency_seconds_bucket{" + labels(d) + ",le=\"+Inf\"} " +
+               std::to_string(l.count) + "\n";
+        out += "prewarmd_disk_write_latency_seconds_sum{" + labels(d) + "} " + num(l.sum_seconds) +
+               "\n";
+        out += "prewarmd_disk_write_latency_seconds_count{" + labels(d) + "} " +
+               std::to_string(l.count) + "\n";
+    }
+    family("prewarmd_total_rate_bytes_per_second", "gauge",
+           "The rate running jobs share; 0: unlimited.");
+    out += "prewarmd_total_rate_bytes_per_second " +
+           std::to_string(settings.total_rate_bytes_per_s) + "\n";
+    family("prewarmd_max_parallel", "gauge", "Jobs that may run at once.");
+    out += "prewarmd_max_parallel " + std::to_string(settings.max_parallel) + "\n";
+    return out;
+}
+
+} // namespace prewarmd

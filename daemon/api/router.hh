@@ -1,0 +1,60 @@
+// The HTTP API without sockets: a request's method, path, headers and body in, a
+// status, headers and body out. Routing, 405s with Allow, body validation and
+// RFC 9457 problem+json all happen here, so tests and the fuzzer need no server.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/backend.hh"
+
+namespace prewarmd {
+
+constexpr size_t api_max_body_bytes = 64 * 1024;
+
+struct ApiRequest {
+    std::string method;
+    std::string path; // without the query
+    std::string content_type;
+    std::string body;
+};
+
+struct ApiResponse {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+    bool event_stream = false; // GET /v1/events: the server streams the events
+};
+
+struct ApiRoute {
+    std::string_view method;
+    std::string_view path; // segments; {id} stands for a disk id
+    bool mutating;
+};
+
+class ApiRouter {
+public:
+    explicit ApiRouter(ApiBackend& backend) : m_backend(backend) {}
+    ApiResponse handle(const ApiRequest& request);
+    static const std::vector<ApiRoute>& routes();
+
+private:
+    ApiResponse disk_action(const std::string& id, DiskAction action, const ApiRequest& request);
+    ApiResponse patch_settings(const ApiRequest& request);
+    ApiResponse disk_response(int status, const std::string& id);
+    ApiBackend& m_backend;
+};
+
+// An RFC 9457 problem: type urn:prewarmd:problem:SLUG.
+ApiResponse problem(int status, std::string_view slug, std::string_view title,
+                    const std::string& detail);
+// A disk id: letters, digits, '.', '_' and '-', at most 200 of them.
+bool valid_disk_id(std::string_view id);
+// The text of GET /metrics (Prometheus text format 0.0.4).
+std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSettings& settings);
+std::string disk_json(const DiskView& disk);
+
+} // namespace prewarmd

@@ -1,0 +1,448 @@
+#include "api/server.hh"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+
+#include "base/clock.hh"
+#include "base/unique_fd.hh"
+
+namespace prewarmd {
+namespace {
+
+using Digest = std::array<unsigned char, 32>;
+
+constexpr size_t max_headers = 64;
+constexpr size_t max_header_bytes = 16 * 1024;
+constexpr int max_streams = 8;
+
+Digest sha256(std::string_view text) {
+    Digest out{};
+    unsigned int length = 0;
+    EVP_Digest(text.data(), text.size(), out.data(), &length, EVP_sha256(), nullptr);
+    return out;
+}
+
+bool token_character(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '~' ||
+           c == '-';
+}
+
+// The token file: a regular file only its owner may read; the token, trimmed.
+Result<Digest> load_token(const std::string& path) {
+    const auto bad = [&](const std::string& why) {
+        return Error{-EINVAL, "[api] token_file " + path + ": " + why};
+    };
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd)
+        return bad(std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
+        return bad("not a regular file");
+    if (st.st_mode & 077)
+        return bad("readable by others than its owner: chmod 600 it");
+    char buffer[4097];
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0)
+        return bad(std::strerror(errno));
+    std::string token(buffer, static_cast<size_t>(n));
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
+        token.pop_back();
+    if (token.size() < 16 || token.size() > 4096)
+        return bad("the token must be 16 to 4096 characters long");
+    for (const char c : token)
+        if (!token_character(c))
+            return bad("the token may hold letters, digits and . _ ~ - only");
+    const auto digest = sha256(token);
+    OPENSSL_cleanse(token.data(), token.size());
+    return digest;
+}
+
+// Requests per second per client: a token bucket each, burst twice the rate.
+class RateLimiter {
+public:
+    explicit RateLimiter(unsigned per_second) : m_rate(per_second) {}
+    bool allow(const std::string& client) {
+        const auto now = Clock::now();
+        std::lock_guard lock(m_mutex);
+        if (m_buckets.size() > 4096)
+            m_buckets.clear(); // a flood of addresses: start over rather than grow
+        auto [it, fresh] = m_buckets.try_emplace(client, Bucket{2.0 * m_rate, now});
+        auto& b = it->second;
+        if (!fresh) {
+            const double seconds = std::chrono::duration<double>(now - b.last).count();
+            b.tokens = std::min(2.0 * m_rate, b.tokens + seconds * m_rate);
+            b.last = now;
+        }
+        if (b.tokens < 1)
+            return false;
+        b.tokens -= 1;
+        return true;
+    }
+
+private:
+    struct Bucket {
+        double tokens;
+        Clock::time_point last;
+    };
+    const double m_rate;
+    std::mutex m_mutex;
+    std::unordered_map<std::string, Bucket> m_buckets;
+};
+
+void apply(httplib::Response& res, const ApiResponse& out) {
+    res.status = out.status;
+    for (const auto& [name, value] : out.headers)
+        res.set_header(name, value);
+    res.set_content(out.body, out.content_type);
+}
+
+std::pair<std::string, int> split_address(const std::string& address) {
+    const auto colon = address.rfind(':');
+    std::string host = address.substr(0, colon);
+    if (host.size() > 1 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+    int port = 0;
+    const auto text = address.substr(colon + 1);
+    std::from_chars(text.data(), text.data() + text.size(), port);
+    return {host, port};
+}
+
+} // namespace
+
+bool is_loopback_address(const std::string& address) {
+    const auto host = split_address(address).first;
+    if (host == "localhost" || host == "::1")
+        return true;
+    in_addr v4{};
+    return ::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
+struct Listener {
+    std::string name; // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
+    bool local = true; // loopback or the unix socket
+    bool unix_socket = false;
+    std::unique_ptr<httplib::Server> server;
+    std::thread thread;
+};
+
+struct ApiServer::Impl {
+    Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate) : router(r), events(e), log(std::move(l)), limiter(rate) {}
+
+    ApiRouter& router;
+    EventBus& events;
+    Log log;
+    RateLimiter limiter;
+    std::optional<Digest> token;
+    unsigned max_connections = 16;
+    std::atomic<int> streams{0};
+    std::atomic<bool> stopping{false};
+    std::string socket_path;
+    std::vector<std::unique_ptr<Listener>> listeners;
+
+    bool authorized(const httplib::Request& req) const {
+        const auto value = req.get_header_value("Authorization");
+        if (value.rfind("Bearer ", 0) != 0)
+            return false;
+        const auto given = sha256(std::string_view(value).substr(7));
+        return CRYPTO_memcmp(given.data(), token->data(), token->size()) == 0;
+    }
+
+    // Before any body is read: what the library does not bound, this does.
+    httplib::Server::HandlerResponse guard(const Listener& l, const httplib::Request& req,
+                                           httplib::Response& res) {
+        const auto refuse = [&](ApiResponse out) {
+            out.headers.emplace_back("Connection", "close"); // an unread body may follow
+            apply(res, out);
+            return httplib::Server::HandlerResponse::Handled;
+        };
+        size_t header_bytes = 0;
+        for (const auto& [name, value] : req.headers)
+            header_bytes += name.size() + value.size() + 4;
+        if (req.headers.size() > max_headers || header_bytes > max_header_bytes)
+            return refuse(problem(431, "headers-too-large", "Headers too large",
+                                  "at most 64 headers and 16 KiB of them"));
+        if (req.has_header("Transfer-Encoding"))
+            return refuse(problem(400, "transfer-encoding", "Transfer-Encoding not accepted",
+                                  "send a body with one Content-Length"));
+        if (req.has_header("Content-Encoding"))
+            return refuse(problem(415, "content-encoding", "Content-Encoding not accepted",
+                                  "send the body as it is"));
+        const auto lengths = req.get_header_value_count("Content-Length");
+        if (lengths > 1)
+            return refuse(problem(400, "content-length", "Bad Content-Length",
+                                  "one Content-Length only"));
+        if (lengths == 1) {
+            const auto text = req.get_header_value("Content-Length");
+            uint64_t length = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
+            if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
+                return refuse(problem(400, "content-length", "Bad Content-Length",
+                                      "Content-Length is not a number"));
+            if (length > api_max_body_bytes)
+                return refuse(problem(413, "body-too-large", "Body too large",
+                                      "a body may hold at most 65536 bytes"));
+        }
+        if (req.get_header_value_count("Authorization") > 1)
+            return refuse(problem(400, "authorization", "Bad Authorization",
+                                  "one Authorization header only"));
+        // The socket's own peer: for the unix socket, the pid (cpp-httplib puts it in
+        // remote_port); a header is never trusted for this.
+        const auto client = l.unix_socket ? "pid:" + std::to_string(req.remote_port)
+                                          : req.remote_addr;
+        if (!limiter.allow(client)) {
+            auto out = problem(429, "too-many-requests", "Too many requests",
+                               "slow down: at most the configured rate per second");
+            out.headers.emplace_back("Retry-After", "1");
+            return refuse(out);
+        }
+        const bool mutating = req.method != "GET" && req.method != "HEAD";
+        if (token && (!l.local || mutating) && !authorized(req)) {
+            auto out = problem(401, "unauthorized", "Unauthorized",
+                               "this needs the bearer token: Authorization: Bearer TOKEN");
+            out.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"prewarmd\"");
+            return refuse(out);
+        }
+        // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112
+        // 6.3); cpp-httplib would read one until the read timeout and answer 400.
+        if (lengths == 0 && req.method != "GET" && req.method != "HEAD") {
+            serve(req, res);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    }
+
+    void serve(const httplib::Request& req, httplib::Response& res) {
+        ApiRequest request;
+        request.method = req.method == "HEAD" ? "GET" : req.method;
+        request.path = req.path;
+        request.content_type = req.get_header_value("Content-Type");
+        request.body = req.body;
+        const auto out = router.handle(request);
+        if (!out.event_stream) {
+            apply(res, out);
+            return;
+        }
+        if (streams.fetch_add(1) >= max_streams) {
+            --streams;
+            apply(res, problem(503, "too-many-streams", "Too many event streams",
+                               "at most 8 clients follow the events at once"));
+            return;
+        }
+        uint64_t last = events.last_id();
+        if (const auto from = req.get_header_value("Last-Event-ID"); !from.empty())
+            std::from_chars(from.data(), from.data() + from.size(), last);
+        res.set_header("Cache-Control", "no-store");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, last, quiet = 0](size_t, httplib::DataSink& sink) mutable {
+                if (stopping || events.closed()) {
+                    sink.done();
+                    return true;
+                }
+                const auto batch = events.wait_after(last, std::chrono::seconds(1));
+                for (const auto& e : batch) {
+                    const auto text = "id: " + std::to_string(e.id) + "\nevent: " + e.type +
+                                      "\ndata: " + e.data + "\n\n";
+                    if (!sink.write(text.data(), text.size()))
+                        return false;
+                    last = e.id;
+                }
+                if (batch.empty() && ++quiet >= 15) {
+                    quiet = 0;
+                    static constexpr std::string_view ping = ": keep-alive\n\n";
+                    return sink.write(ping.data(), ping.size());
+                }
+                return true;
+            },
+            [this](bool) { --streams; });
+    }
+};
+
+ApiServer::ApiServer(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+
+ApiServer::~ApiServer() { stop(); }
+
+namespace {
+
+Result<void> configure(ApiServer::Impl& impl, Listener& l) {
+    auto& s = *l.server;
+    const unsigned workers = impl.max_connections;
+    s.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    s.set_payload_max_length(api_max_body_bytes);
+    s.set_read_timeout(std::chrono::seconds(5));
+    s.set_write_timeout(std::chrono::seconds(5));
+    s.set_keep_alive_timeout(5);
+    s.set_keep_alive_max_count(100);
+    // The headers and the body go out in two writes: without this, Nagle holds the
+    // body for the client's delayed ACK, 40 ms a keep-alive request.
+    s.set_tcp_nodelay(true);
+    s.set_pre_routing_handler(
+        [&impl, &l](const httplib::Request& req, httplib::Response& res) { return impl.guard(l, req, res); });
+    const auto handler = [&impl](const httplib::Request& req, httplib::Response& res) {
+        impl.serve(req, res);
+    };
+    // One pattern per route (no catch-all): an id is one segment of bounded length.
+    std::vector<std::string> patterns;
+    for (const auto& route : ApiRouter::routes()) {
+        std::string pattern(route.path);
+        if (const auto at = pattern.find("{id}"); at != std::string::npos)
+            pattern.replace(at, 4, "[^/]{1,512}");
+        if (std::find(patterns.begin(), patterns.end(), pattern) != patterns.end())
+            continue;
+        patterns.push_back(pattern);
+        s.Get(pattern, handler);
+        s.Post(pattern, handler);
+        s.Put(pattern, handler);
+        s.Patch(pattern, handler);
+        s.Delete(pattern, handler);
+        s.Options(pattern, handler);
+    }
+    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty())
+            return;
+        const auto out = res.status == 404
+                             ? problem(404, "no-route", "Not found", "no such route: " + req.path)
+                             : problem(res.status, "http", "Request refused",
+                                       "the request could not be taken (HTTP " +
+                                           std::to_string(res.status) + ")");
+        apply(res, out);
+    });
+    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        apply(res, problem(500, "internal", "Internal error", "the request failed"));
+    });
+    return {};
+}
+
+// A socket file left by a daemon that died is removed; one in use is not.
+Result<void> clear_stale_socket(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) < 0)
+        return {};
+    if (!S_ISSOCK(st.st_mode))
+        return Error{-EEXIST, "[api] socket " + path + " exists and is not a socket"};
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+    if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+        return Error{-EADDRINUSE, "[api] socket " + path + " is in use by another program"};
+    ::unlink(path.c_str());
+    return {};
+}
+
+} // namespace
+
+Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRouter& router,
+                                                     EventBus& events, Log log) {
+    auto impl = std::make_unique<Impl>(router, events, log, config.api_rate_limit);
+    impl->max_connections = config.api_max_connections;
+    if (!config.api_token_file.empty()) {
+        auto token = load_token(config.api_token_file);
+        if (!token)
+            return token.error();
+        impl->token = *token;
+    }
+    const bool tls = !config.api_tls_cert.empty() || !config.api_tls_key.empty();
+    if (tls && (config.api_tls_cert.empty() || config.api_tls_key.empty()))
+        return Error{-EINVAL, "[api] tls_cert and tls_key go together"};
+    for (const auto& address : config.api_listen)
+        if (!is_loopback_address(address) && !impl->token)
+            return Error{-EINVAL, "[api] listen " + address +
+                                      " is not loopback: set token_file (and tls_cert and "
+                                      "tls_key, or a TLS-terminating proxy), or listen on "
+                                      "127.0.0.1"};
+
+    for (const auto& address : config.api_listen) {
+        auto l = std::make_unique<Listener>();
+        l->name = address + (tls ? " (TLS)" : "");
+        l->local = is_loopback_address(address);
+        if (tls) {
+            auto server = std::make_unique<httplib::SSLServer>(config.api_tls_cert.c_str(),
+                                                               config.api_tls_key.c_str());
+            if (!server->is_valid())
+                return Error{-EINVAL, "[api] tls_cert " + config.api_tls_cert + " or tls_key " +
+                                          config.api_tls_key + " cannot be loaded"};
+            SSL_CTX_set_min_proto_version(server->ssl_context(), TLS1_2_VERSION);
+            l->server = std::move(server);
+        } else {
+            l->server = std::make_unique<httplib::Server>();
+        }
+        if (!l->local && !tls)
+            log(true, "api: " + address +
+                          " is not loopback and has no TLS: the token travels in clear; put a "
+                          "TLS-terminating proxy in front");
+        if (auto ok = configure(*impl, *l); !ok)
+            return ok.error();
+        const auto [host, port] = split_address(address);
+        if (!l->server->bind_to_port(host, port))
+            return Error{-EADDRINUSE, "[api] listen " + address + ": cannot bind (in use, or no "
+                                                                    "such address)"};
+        impl->listeners.push_back(std::move(l));
+    }
+    if (!config.api_socket.empty()) {
+        if (auto ok = clear_stale_socket(config.api_socket); !ok)
+            return ok.error();
+        ::mkdir(std::string(config.api_socket.substr(0, config.api_socket.rfind('/'))).c_str(), 0755);
+        auto l = std::make_unique<Listener>();
+        l->name = "unix:" + config.api_socket;
+        l->unix_socket = true;
+        l->server = std::make_unique<httplib::Server>();
+        l->server->set_address_family(AF_UNIX);
+        if (auto ok = configure(*impl, *l); !ok)
+            return ok.error();
+        if (!l->server->bind_to_port(config.api_socket, 80))
+            return Error{-EADDRINUSE, "[api] socket " + config.api_socket + ": cannot bind"};
+        impl->socket_path = config.api_socket;
+        if (::chmod(config.api_socket.c_str(), config.api_socket_mode) < 0)
+            return errno_error("[api] socket " + config.api_socket + ": chmod");
+        if (!config.api_socket_group.empty()) {
+            const group* g = ::getgrnam(config.api_socket_group.c_str());
+            if (!g)
+                return Error{-EINVAL, "[api] socket_group " + config.api_socket_group +
+                                          ": no such group"};
+            if (::chown(config.api_socket.c_str(), static_cast<uid_t>(-1), g->gr_gid) < 0)
+                return errno_error("[api] socket " + config.api_socket + ": chown");
+        }
+        impl->listeners.push_back(std::move(l));
+    }
+    for (auto& l : impl->listeners) {
+        auto* server = l->server.get();
+        l->thread = std::thread([server] { server->listen_after_bind(); });
+        log(false, "api: listening on " + l->name);
+    }
+    return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
+}
+
+void ApiServer::stop() {
+    if (!m_impl || m_impl->stopping.exchange(true))
+        return;
+    m_impl->events.close();
+    for (auto& l : m_impl->listeners)
+        l->server->stop();
+    for (auto& l : m_impl->listeners)
+        if (l->thread.joinable())
+            l->thread.join();
+    if (!m_impl->socket_path.empty())
+        ::unlink(m_impl->socket_path.c_str());
+}
+
+} // namespace prewarmd

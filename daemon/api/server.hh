@@ -1,0 +1,45 @@
+// The HTTP API on the wire (cpp-httplib 0.11.4): TCP listeners (TLS when given a
+// certificate) and a unix socket, each with its own worker pool, all handing
+// requests to one ApiRouter. Debian's 0.11.4 lacks several upstream fixes, so a
+// guard runs before any body is read: no Transfer-Encoding or Content-Encoding, one
+// Content-Length within 64 KiB, bounded headers, the token, the client's rate.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "api/events.hh"
+#include "api/router.hh"
+#include "base/result.hh"
+#include "config/config.hh"
+
+namespace prewarmd {
+
+class ApiServer {
+public:
+    using Log = std::function<void(bool warning, const std::string& line)>;
+
+    // Checks the settings (a listener that is not loopback needs a token; the token
+    // file must be 0600 and well-formed), binds every listener, and serves. Errors
+    // are meant for the operator: they name the setting.
+    static Result<std::unique_ptr<ApiServer>> start(const Config& config, ApiRouter& router,
+                                                    EventBus& events, Log log);
+    ~ApiServer();
+    ApiServer(const ApiServer&) = delete;
+    ApiServer& operator=(const ApiServer&) = delete;
+
+    // Stops accepting, ends the event streams, and joins the listeners.
+    void stop();
+
+    struct Impl;
+
+private:
+    explicit ApiServer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+// Whether a "HOST:PORT" listen address is on this machine's loopback.
+bool is_loopback_address(const std::string& address);
+
+} // namespace prewarmd

@@ -1,0 +1,228 @@
+"""Bad requests over real HTTP, byte for byte, to a running daemon.
+
+usage: raw_requests.py table PORT TOKEN | cap PORT CONNECTIONS | rate PORT PER_SECOND
+
+Each row of the table is a request no curl would send (smuggling, oversize, stalls,
+injection); each must get a clear 4xx (or a closed connection where HTTP cannot
+answer) and leave the daemon serving. Prints "ok: ..." or "FAIL: ..." per row; exits
+1 when any row fails.
+"""
+import json
+import select
+import socket
+import sys
+import time
+
+HOST = "127.0.0.1"
+
+
+def connect(port):
+    s = socket.create_connection((HOST, port), timeout=15)
+    s.settimeout(15)
+    return s
+
+
+def read_response(s):
+    """The status, headers and body of one response, or None if the peer closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers.setdefault(name.strip().lower(), []).append(value.strip())
+    length = int(headers.get("content-length", ["0"])[0])
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return status, headers, body
+
+
+def exchange(port, raw):
+    s = connect(port)
+    try:
+        s.sendall(raw)
+        return read_response(s)
+    finally:
+        s.close()
+
+
+def request(method, path, headers=(), body=b"", token=None):
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}"]
+    if token:
+        lines.append(f"Authorization: Bearer {token}")
+    lines += list(headers)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+
+    def check(self, ok, what, got):
+        print(("ok: " if ok else "FAIL: ") + what + f" ({got})", flush=True)
+        if not ok:
+            self.failed += 1
+
+    def status(self, response, want, what):
+        got = "closed" if response is None else response[0]
+        self.check(got == want, what, got)
+        return response
+
+
+def settings(port):
+    r = exchange(port, request("GET", "/v1/settings"))
+    return json.loads(r[2]) if r and r[0] == 200 else None
+
+
+def main(port, token):
+    port = int(port)
+    c = Checks()
+    before = settings(port)
+    patch = b'{"max_parallel": 7}'
+    length = f"Content-Length: {len(patch)}"
+    json_type = "Content-Type: application/json"
+
+    # Request smuggling and bodies the library would not bound.
+    c.status(exchange(port, request("PATCH", "/v1/settings", ["Transfer-Encoding: chunked", json_type],
+                                    b"13\r\n" + patch + b"\r\n0\r\n\r\n", token)),
+             400, "Transfer-Encoding refused")
+    c.status(exchange(port, request("PATCH", "/v1/settings", [length, "Transfer-Encoding: chunked",
+                                                              json_type], patch, token)),
+             400, "Content-Length with Transfer-Encoding refused")
+    c.status(exchange(port, request("PATCH", "/v1/settings", [length, length, json_type], patch, token)),
+             400, "two Content-Length headers refused")
+    c.status(exchange(port, request("PATCH", "/v1/settings", ["Content-Length: 19, 19", json_type],
+                                    patch, token)),
+             400, "a Content-Length list refused")
+    c.status(exchange(port, request("PATCH", "/v1/settings", ["Content-Length: -1", json_type], b"", token)),
+             400, "a negative Content-Length refused")
+    c.status(exchange(port, request("PATCH", "/v1/settings", ["Content-Length: 1048576", json_type],
+                                    b"", token)),
+             413, "a 1 MiB Content-Length refused before the body is sent")
+    c.status(exchange(port, request("PATCH", "/v1/settings", [length, "Content-Encoding: gzip", json_type],
+                                    patch, token)),
+             415, "Content-Encoding refused")
+
+    # Headers: count and size bounded; values never echoed.
+    many = [f"X-Filler-{i}: {i}" for i in range(100)]
+    c.status(exchange(port, request("GET", "/v1/disks", many)), 431, "100 headers refused")
+    r = exchange(port, request("GET", "/v1/disks", ["X-Big: " + "a" * 20000]))
+    c.check(r is not None and r[0] in (400, 431), "a 20 KB header refused", r and r[0])
+    r = exchange(port, request("GET", "/v1/disks/%0d%0aX-Injected:%20yes", ["X-Echo: %0d%0aX-Injected: yes"]))
+    c.check(r is not None and "x-injected" not in r[1] and "x-echo" not in r[1],
+            "no request header or CR/LF echoed into the response headers", r and r[0])
+    r = exchange(port, request("GET", "/v1/nothing"))
+    c.check(r is not None and r[0] == 404 and r[1].get("content-type") == ["application/problem+json"],
+            "an unknown route: problem+json", r and r[0])
+
+    # Odd request lines and paths.
+    c.status(exchange(port, b"GARBAGE\r\n\r\n"), 400, "a request line that is not HTTP")
+    r = exchange(port, request("GET", "/v1/disks/..%2F..%2Fetc%2Fpasswd"))
+    c.check(r is not None and r[0] in (400, 404), "an id with encoded slashes", r and r[0])
+    c.status(exchange(port, request("GET", "/v1/disks/a%00b")), 400, "an id with a NUL")
+    c.status(exchange(port, request("GET", "/v1/disks/" + "a" * 600)), 404, "an id over 512 characters")
+    r = exchange(port, request("BREW", "/v1/disks"))
+    c.check(r is not None and r[0] in (400, 405, 501), "an unknown method", r and r[0])
+
+    # The token: mutating requests need it; a wrong one or a second header is refused.
+    r = c.status(exchange(port, request("PATCH", "/v1/settings", [length, json_type], patch)), 401,
+                 "PATCH without the token")
+    c.check(r is not None and "www-authenticate" in r[1], "401 says how to authenticate", r and r[1].get("www-authenticate"))
+    c.status(exchange(port, request("PATCH", "/v1/settings", [length, json_type], patch, "x" * len(token))),
+             401, "PATCH with a wrong token")
+    c.status(exchange(port, request("PATCH", "/v1/settings", [length, json_type, "Authorization: Bearer x"],
+                                    patch, token)),
+             400, "two Authorization headers")
+    c.status(exchange(port, request("POST", "/v1/disks/none/start")), 401, "start without the token")
+    c.status(exchange(port, request("GET", "/v1/settings")), 200, "GET from loopback without the token")
+    c.check(settings(port) == before, "settings unchanged by every refused request", settings(port))
+
+    # A length-less POST has no body: answered at once, not after a read timeout.
+    c.status(exchange(port, request("POST", "/v1/disks/none/pause", [], b"", token)), 404,
+             "a POST without a body")
+
+    # Stalled clients: the server hangs up on them; others are served meanwhile.
+    stalled_since = time.monotonic()
+    stalled_head = connect(port)
+    stalled_head.sendall(b"GET /v1/disks HTTP/1.1\r\nHost: x\r\n")
+    stalled_body = connect(port)
+    stalled_body.sendall(request("PATCH", "/v1/settings", ["Content-Length: 100", json_type], b'{"max_', token))
+    c.status(exchange(port, request("GET", "/healthz")), 200, "served while two clients stall")
+    for s, what in ((stalled_head, "headers"), (stalled_body, "body")):
+        s.settimeout(30)
+        try:
+            r = read_response(s)
+        except (ConnectionResetError, socket.timeout) as e:
+            r = e
+        waited = time.monotonic() - stalled_since
+        c.check(r is None or (isinstance(r, tuple) and r[0] in (400, 408)),
+                f"a client stalled in its {what} is let go", r if not isinstance(r, tuple) else r[0])
+        if not isinstance(r, socket.timeout):
+            print(f"   (after {waited:.1f} s)")
+        s.close()
+    c.check(settings(port) == before, "settings unchanged by the stalled PATCH", settings(port))
+
+    # The right token works (last: it changes the settings).
+    c.status(exchange(port, request("PATCH", "/v1/settings", [length, json_type], patch, token)), 200,
+             "PATCH with the token")
+    c.check((settings(port) or {}).get("max_parallel") == 7, "the PATCH applied", settings(port))
+    return 1 if c.failed else 0
+
+
+def connection_cap(port, cap):
+    """With CAP connections stalled, another is served only once one is let go."""
+    port, cap = int(port), int(cap)
+    c = Checks()
+    stalled = []
+    for _ in range(cap):
+        s = connect(port)
+        s.sendall(b"GET /v1/disks HTTP/1.1\r\nHost: x\r\n")
+        stalled.append(s)
+    time.sleep(0.5)
+    waiting = connect(port)
+    waiting.sendall(request("GET", "/healthz"))
+    ready, _, _ = select.select([waiting], [], [], 1.0)
+    c.check(not ready, f"a request waits while {cap} connections hold every worker", "waiting" if not ready else "answered")
+    r = read_response(waiting)
+    c.status(r, 200, "the waiting request is served once a stalled client is let go")
+    let_go = 0
+    for s in stalled:
+        ready, _, _ = select.select([s], [], [], 0)
+        let_go += bool(ready)
+        s.close()
+    c.check(let_go >= 1, "a stalled connection was closed before it was served", f"{let_go} let go")
+    return 1 if c.failed else 0
+
+
+def rate_limit(port, rate):
+    """Over the per-client rate: 429 with Retry-After; a forwarded-for header is no way out."""
+    port, rate = int(port), int(rate)
+    c = Checks()
+    statuses = []
+    for i in range(4 * rate):
+        r = exchange(port, request("GET", "/v1/settings", [f"X-Forwarded-For: 10.0.0.{i}",
+                                                           f"X-Real-IP: 10.0.1.{i}"]))
+        statuses.append(r and r[0])
+        if r and r[0] == 429:
+            c.check("retry-after" in r[1], "429 says when to retry", r[1].get("retry-after"))
+            c.check(r[1].get("content-type") == ["application/problem+json"], "429 is problem+json",
+                    r[1].get("content-type"))
+            break
+    c.check(429 in statuses, f"a burst over {rate}/s meets 429", f"{statuses.count(200)} served first")
+    time.sleep(2)
+    c.status(exchange(port, request("GET", "/v1/settings")), 200, "served again after a pause")
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    modes = {"table": main, "cap": connection_cap, "rate": rate_limit}
+    sys.exit(modes[sys.argv[1]](*sys.argv[2:]))
