@@ -12,8 +12,6 @@
 
 namespace prewarmd {
 
-enum class DiskAction { start, pause, resume, cancel, release };
-
 struct ApiSettings {
     uint64_t total_rate_bytes_per_s = 0; // 0: unlimited
     unsigned max_parallel = 1;

@@ -100,6 +100,15 @@ std::string listen_list(const toml::node& node, std::vector<std::string>& out) {
     return {};
 }
 
+// Any string; `expected` says what, when the value is not one.
+std::string text(const toml::node& node, std::string& out, const char* expected) {
+    const auto s = string_of(node);
+    if (!s)
+        return std::string("expected ") + expected;
+    out = *s;
+    return {};
+}
+
 std::string count(const toml::node& node, unsigned& out, int64_t min, int64_t max) {
     const auto* n = node.as_integer();
     if (!n)
@@ -294,13 +303,7 @@ const std::vector<Option>& options() {
          [](const Config& a, const Config& b) { return a.api_socket_mode == b.api_socket_mode; }},
         {"api", "socket_group", "\"\"",
          "The group that may use the socket besides root; \"\" keeps root's.", false,
-         [](const toml::node& n, Config& c) -> std::string {
-             const auto s = string_of(n);
-             if (!s)
-                 return "expected a group name";
-             c.api_socket_group = *s;
-             return {};
-         },
+         [](const toml::node& n, Config& c) { return text(n, c.api_socket_group, "a group name"); },
          [](const Config& a, const Config& b) { return a.api_socket_group == b.api_socket_group; }},
         {"api", "token_file", "\"\"",
          "A file (mode 0600) holding the bearer token that changes need whenever it is set,\n"
@@ -321,6 +324,25 @@ const std::vector<Option>& options() {
         {"api", "rate_limit", "50", "Requests per second from one client; beyond: 429.", false,
          [](const toml::node& n, Config& c) { return count(n, c.api_rate_limit, 1, 100000); },
          [](const Config& a, const Config& b) { return a.api_rate_limit == b.api_rate_limit; }},
+        {"dbus", "enabled", "true",
+         "Serve org.prewarmd.Prewarmd1 on D-Bus, and watch systemd (the boot) and logind\n"
+         "(shutdown, sleep) there. Without a bus: a warning, the rest works.",
+         false, [](const toml::node& n, Config& c) { return boolean(n, c.dbus_enabled); },
+         [](const Config& a, const Config& b) { return a.dbus_enabled == b.dbus_enabled; }},
+        {"dbus", "address", "\"\"",
+         "The bus: \"\" for the system bus, or an address such as \"unix:path=/run/x\".", false,
+         [](const toml::node& n, Config& c) {
+             return text(n, c.dbus_address, "a D-Bus address, or \"\" for the system bus");
+         },
+         [](const Config& a, const Config& b) { return a.dbus_address == b.dbus_address; }},
+        {"dbus", "group", "\"prewarmd\"",
+         "Besides root, the group whose members may change things over D-Bus (start, pause,\n"
+         "settings); the bus policy (org.prewarmd.Prewarmd1.conf) must name the same group.",
+         true,
+         [](const toml::node& n, Config& c) {
+             return text(n, c.dbus_group, "a group name, or \"\" for root only");
+         },
+         [](const Config& a, const Config& b) { return a.dbus_group == b.dbus_group; }},
     };
     return table;
 }
@@ -375,8 +397,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         for (const auto& o : options())
             known_section |= o.section == section;
         if (!table || !known_section)
-            return Error{-EINVAL, where(source, section_key.source()) + ": [" + section +
-                                      "]: unknown section (daemon, discovery, prefill, api, rates)"};
+            return Error{-EINVAL,
+                         where(source, section_key.source()) + ": [" + section +
+                             "]: unknown section (daemon, discovery, prefill, api, dbus, rates)"};
         for (const auto& [key_name, value] : *table) {
             const std::string key(key_name.str());
             const Option* option = nullptr;

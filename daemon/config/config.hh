@@ -53,6 +53,10 @@ struct Config {
     std::string api_tls_key;
     unsigned api_max_connections = 16;
     unsigned api_rate_limit = 50; // requests per second and client
+    // [dbus]
+    bool dbus_enabled = true;
+    std::string dbus_address; // "": the system bus
+    std::string dbus_group = "prewarmd";
     // [rates]: "RULE" = "RATE", a disk's own rate, outside the shared budget
     std::vector<RateOverride> rates;
 

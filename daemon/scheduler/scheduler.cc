@@ -256,8 +256,7 @@ void Scheduler::on_detached(const DiskInfo& disk) {
     if (!e)
         return;
     e->attached = false;
-    if (m_hooks.changed)
-        m_hooks.changed("removed", e->identity);
+    const auto identity = e->identity;
     if (e->grace_watched && m_hooks.forget_grace)
         m_hooks.forget_grace(e->identity);
     e->grace_watched = false;
@@ -265,22 +264,31 @@ void Scheduler::on_detached(const DiskInfo& disk) {
         e->stopping_as = JobState::detached;
         e->stopping_reason = "the disk was detached; it resumes when the disk returns";
         e->job->stop(JobState::detached, e->stopping_reason);
-        return;
+    } else {
+        forget_detached(*e);
     }
-    switch (e->state) {
+    // Last: a disk forgotten above is gone from disks() by now.
+    if (m_hooks.changed)
+        m_hooks.changed("removed", identity);
+}
+
+// A detached disk without a job: recorded ones stay known, the others are forgotten.
+void Scheduler::forget_detached(Entry& e) {
+    switch (e.state) {
     case JobState::queued:
-        set_state(*e, JobState::detached, "detached while queued; resumes when it returns");
+        set_state(e, JobState::detached, "detached while queued; resumes when it returns");
         break;
     case JobState::discovered:
     case JobState::skipped:
     case JobState::waiting:
-        if (!e->has_record) {
-            log(false, *e, "detached");
-            m_entries.erase(e->identity);
+        if (!e.has_record) {
+            log(false, e, "detached");
+            const auto identity = e.identity;
+            m_entries.erase(identity);
         }
         break;
     default:
-        log(false, *e, "detached (" + std::string(to_string(e->state)) + ")");
+        log(false, e, "detached (" + std::string(to_string(e.state)) + ")");
         break;
     }
 }
@@ -316,7 +324,7 @@ JobSpec Scheduler::spec_for(const Entry& e) const {
 }
 
 void Scheduler::schedule() {
-    if (m_shutting_down)
+    if (m_shutting_down || m_held)
         return;
     for (;;) {
         const auto running = static_cast<unsigned>(
@@ -485,6 +493,62 @@ Result<void> Scheduler::release(const std::string& identity) {
         e->state == JobState::paused)
         set_state(*e, JobState::released, "released on request");
     return {}; // holding nothing: released already
+}
+
+Result<void> Scheduler::act(const std::string& identity, DiskAction action,
+                            const StartRequest& start_request) {
+    switch (action) {
+    case DiskAction::start:
+        return start(identity, start_request);
+    case DiskAction::pause:
+        return pause(identity);
+    case DiskAction::resume:
+        return resume(identity);
+    case DiskAction::cancel:
+        return cancel(identity);
+    case DiskAction::release:
+        return release(identity);
+    }
+    return Error{-EINVAL, "unknown action"};
+}
+
+void Scheduler::hold(const std::string& why) {
+    if (m_held)
+        return;
+    m_held = true;
+    for (auto& [id, e] : m_entries)
+        if (e->job) {
+            e->keep_state = true;
+            e->job->stop(JobState::cancelled, why);
+        }
+    for (auto& [id, e] : m_entries) {
+        if (!e->job)
+            continue;
+        e->last = e->job->wait();
+        e->job.reset(); // closes the disk
+        e->keep_state = false;
+        if (e->stopping_as) { // cancelled or released just before
+            set_state(*e, *e->stopping_as, e->stopping_reason);
+            e->stopping_as.reset();
+        } else if (e->last.state != JobState::cancelled) { // it ended by itself
+            set_state(*e, e->last.state, e->last.reason);
+        } else {
+            save(*e); // as it was, running or paused: so a shutdown resumes it at boot
+            if (e->state == JobState::running)
+                set_state(*e, JobState::waiting, why);
+        }
+    }
+}
+
+void Scheduler::release_hold() {
+    if (!m_held)
+        return;
+    m_held = false;
+    for (auto& [id, e] : m_entries)
+        if (e->attached && e->state == JobState::waiting && !e->grace_watched &&
+            (m_boot_finished || e->requested))
+            set_state(*e, JobState::queued, ""); // in its old place: first again
+    schedule();
 }
 
 void Scheduler::set_total_rate(uint64_t rate) {

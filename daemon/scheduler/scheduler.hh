@@ -38,6 +38,8 @@ struct DiskView {
     int64_t state_since_unix = 0;
 };
 
+enum class DiskAction { start, pause, resume, cancel, release };
+
 struct StartRequest {
     std::optional<Mode> mode;
     std::optional<uint64_t> rate_bytes_per_s; // its own rate, outside the shared budget
@@ -75,11 +77,22 @@ public:
     Result<void> resume(const std::string& identity);
     Result<void> cancel(const std::string& identity);
     Result<void> release(const std::string& identity);
+    // Any of the above (start takes `start`).
+    Result<void> act(const std::string& identity, DiskAction action, const StartRequest& start);
     void set_total_rate(uint64_t rate_bytes_per_s);
     void set_max_parallel(unsigned max_parallel);
     void set_auto_prefill(AutoPrefill policy);
     // Settings from a reloaded config (what can apply while running).
     void apply_config(const Config& config);
+
+    // The system is about to sleep or shut down (`why`): every job stops after its
+    // chunks in flight, checkpointed, and closes its disk; the running ones wait
+    // (state waiting) and no job starts until release_hold(). Returns when all
+    // stopped. A paused job stays paused.
+    void hold(const std::string& why);
+    void release_hold();
+    bool held() const { return m_held; }
+    bool boot_finished() const { return m_boot_finished; }
 
     // SIGTERM: every job stops after its chunks in flight and checkpoints; each
     // stays recorded as it was, to resume at the next start. Returns when all did.
@@ -98,6 +111,7 @@ private:
     Entry* find(const std::string& identity);
     const Entry* find(const std::string& identity) const;
     void decide(Entry& entry);
+    void forget_detached(Entry& entry);
     void ready(Entry& entry);
     void schedule();
     void rebalance();
@@ -115,6 +129,7 @@ private:
     bool m_boot_finished = true;
     uint64_t m_next_order = 0;
     bool m_shutting_down = false;
+    bool m_held = false;
 };
 
 } // namespace prewarmd

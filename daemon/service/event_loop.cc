@@ -34,13 +34,18 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create() {
 }
 
 Result<EventLoop::Handle> EventLoop::watch(int fd, std::function<void()> on_readable) {
+    return watch(fd, nullptr, std::move(on_readable));
+}
+
+Result<EventLoop::Handle> EventLoop::watch(int fd, std::function<uint32_t()> events,
+                                           std::function<void()> on_ready) {
     const uint64_t id = m_next_id++;
     epoll_event event{};
-    event.events = EPOLLIN;
+    event.events = events ? events() : EPOLLIN;
     event.data.u64 = id;
     if (::epoll_ctl(m_epoll.get(), EPOLL_CTL_ADD, fd, &event) < 0)
         return errno_error("epoll_ctl");
-    m_watches[id] = {fd, std::move(on_readable)};
+    m_watches[id] = {fd, std::move(on_ready), std::move(events), event.events};
     return Handle(this, id);
 }
 
@@ -71,6 +76,16 @@ Result<void> EventLoop::run() {
             timeout = static_cast<int>(std::clamp<int64_t>(
                 std::chrono::ceil<std::chrono::milliseconds>(*earliest - Clock::now()).count(), 0,
                 INT_MAX));
+        for (auto& [id, w] : m_watches) {
+            if (!w.events)
+                continue;
+            epoll_event event{};
+            event.events = w.events();
+            event.data.u64 = id;
+            if (event.events != w.armed &&
+                ::epoll_ctl(m_epoll.get(), EPOLL_CTL_MOD, w.fd, &event) == 0)
+                w.armed = event.events;
+        }
         epoll_event events[16];
         const int n = ::epoll_wait(m_epoll.get(), events, 16, timeout);
         if (n < 0 && errno != EINTR)
@@ -78,7 +93,7 @@ Result<void> EventLoop::run() {
         for (int i = 0; i < n && !m_quit; ++i) {
             const auto w = m_watches.find(events[i].data.u64);
             if (w != m_watches.end()) {
-                auto callback = w->second.on_readable; // it may remove itself
+                auto callback = w->second.on_ready; // it may remove itself
                 callback();
             }
         }

@@ -36,6 +36,10 @@ public:
 
     // Calls `on_readable` whenever `fd` is readable.
     Result<Handle> watch(int fd, std::function<void()> on_readable);
+    // For a descriptor whose wanted events change (a D-Bus connection that has
+    // something to send): `events()` (EPOLLIN, EPOLLOUT) is asked before every wait,
+    // and `on_ready` called when any of them happened.
+    Result<Handle> watch(int fd, std::function<uint32_t()> events, std::function<void()> on_ready);
     // Calls `fire` once `next()` has passed; `next()` is asked again after every round,
     // nullopt meaning not now.
     Handle timer(std::function<std::optional<Clock::time_point>()> next,
@@ -51,7 +55,9 @@ private:
 
     struct Watch {
         int fd;
-        std::function<void()> on_readable;
+        std::function<void()> on_ready;
+        std::function<uint32_t()> events; // empty: EPOLLIN, always
+        uint32_t armed = 0;
     };
     struct Timer {
         std::function<std::optional<Clock::time_point>()> next;

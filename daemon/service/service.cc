@@ -18,6 +18,9 @@
 #include "api/server.hh"
 #include "base/json_text.hh"
 #include "config/config.hh"
+#include "dbus/bus.hh"
+#include "dbus/dbus_api.hh"
+#include "dbus/system_watch.hh"
 #include "discovery/grace.hh"
 #include "discovery/identity.hh"
 #include "discovery/tracker.hh"
@@ -38,8 +41,10 @@ constexpr auto api_timeout = std::chrono::seconds(2);
 // The API's view of the daemon: every call runs on the loop's thread.
 class LoopBackend final : public ApiBackend {
 public:
-    LoopBackend(Dispatcher& dispatcher, Scheduler& scheduler, const std::atomic<bool>& ready)
-        : m_dispatcher(dispatcher), m_scheduler(scheduler), m_ready(ready) {}
+    LoopBackend(Dispatcher& dispatcher, Scheduler& scheduler, const std::atomic<bool>& ready,
+                std::function<void()> settings_changed)
+        : m_dispatcher(dispatcher), m_scheduler(scheduler), m_ready(ready),
+          m_settings_changed(std::move(settings_changed)) {}
 
     Result<std::vector<DiskView>> disks() override {
         return answer(m_dispatcher.call([this] { return m_scheduler.disks(); }, api_timeout));
@@ -49,22 +54,7 @@ public:
     }
     Result<void> act(const std::string& id, DiskAction action, const StartRequest& start) override {
         auto done = m_dispatcher.call(
-            [this, id, action, start]() -> Result<void> {
-                switch (action) {
-                case DiskAction::start:
-                    return m_scheduler.start(id, start);
-                case DiskAction::pause:
-                    return m_scheduler.pause(id);
-                case DiskAction::resume:
-                    return m_scheduler.resume(id);
-                case DiskAction::cancel:
-                    return m_scheduler.cancel(id);
-                case DiskAction::release:
-                    return m_scheduler.release(id);
-                }
-                return Error{-EINVAL, "unknown action"};
-            },
-            api_timeout);
+            [this, id, action, start] { return m_scheduler.act(id, action, start); }, api_timeout);
         if (!done)
             return busy();
         return *done;
@@ -84,6 +74,7 @@ public:
                 log_info("api: settings now: total_rate " +
                          std::to_string(m_scheduler.config().total_rate_bytes_per_s) +
                          " B/s, max_parallel " + std::to_string(m_scheduler.config().max_parallel));
+                m_settings_changed();
                 return current();
             },
             api_timeout));
@@ -106,6 +97,7 @@ private:
     Dispatcher& m_dispatcher;
     Scheduler& m_scheduler;
     const std::atomic<bool>& m_ready;
+    std::function<void()> m_settings_changed;
 };
 
 void drain(int fd) {
@@ -122,10 +114,13 @@ public:
               warning ? log_warning(line) : log_info(line);
           }) {}
 
+    ~Service();
     int run();
 
 private:
     Result<void> start();
+    void start_dbus();
+    void settings_changed();
     void on_udev();
     void grace_outcomes();
     void on_signal();
@@ -150,6 +145,9 @@ private:
     std::optional<LoopBackend> m_backend;
     std::optional<ApiRouter> m_router;
     std::unique_ptr<ApiServer> m_api;
+    std::unique_ptr<Bus> m_bus;
+    std::unique_ptr<SystemWatch> m_system;
+    std::unique_ptr<DbusApi> m_dbus;
     DiskTracker m_tracker;
     UniqueFd m_signals;
     UniqueFd m_wake;
@@ -213,12 +211,12 @@ Result<void> Service::start() {
         publish(event, identity);
     };
     m_scheduler.emplace(m_config, m_state, m_host, std::move(hooks));
-    // Waiting for the boot to finish needs systemd's D-Bus API: until that watcher
-    // exists, the boot counts as finished, and the log says so.
-    if (m_config.wait_for_boot)
-        log_info("wait_for_boot: nothing watches systemd's startup yet; the boot counts as "
+    // Before the enumeration: the disks present at start wait for the boot too.
+    if (m_config.dbus_enabled)
+        start_dbus();
+    else if (m_config.wait_for_boot)
+        log_info("wait_for_boot: D-Bus is off ([dbus] enabled = false): the boot counts as "
                  "finished");
-    m_scheduler->set_boot_finished(true);
 
     const auto add = [&](int fd, std::function<void()> fn) -> Result<void> {
         auto handle = m_loop->watch(fd, std::move(fn));
@@ -250,6 +248,8 @@ Result<void> Service::start() {
         [this] {
             notify_status();
             publish_progress();
+            if (m_dbus)
+                m_dbus->on_progress();
         }));
     uint64_t watchdog_usec = 0;
     if (sd_watchdog_enabled(0, &watchdog_usec) > 0) {
@@ -273,7 +273,7 @@ Result<void> Service::start_api() {
     if (!dispatcher)
         return dispatcher.error();
     m_dispatcher = std::move(*dispatcher);
-    m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready);
+    m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready, [this] { settings_changed(); });
     m_router.emplace(*m_backend);
     auto api =
         ApiServer::start(m_config, *m_router, m_events, [](bool warning, const std::string& line) {
@@ -285,7 +285,59 @@ Result<void> Service::start_api() {
     return {};
 }
 
+void Service::start_dbus() {
+    auto bus = Bus::open(m_config.dbus_address, *m_loop, [](const std::string& why) {
+        log_warning("D-Bus connection lost (" + why +
+                    "): no D-Bus API and no shutdown inhibitor until a restart; the rest goes on");
+    });
+    if (!bus) {
+        log_warning("D-Bus: " + bus.error().message +
+                    ": no D-Bus API, no boot wait, no shutdown inhibitor; the rest works");
+        return;
+    }
+    m_bus = std::move(*bus);
+    SystemWatch::Hooks hooks;
+    hooks.boot_finished = [this] {
+        m_scheduler->set_boot_finished(true);
+        settings_changed();
+        notify_status();
+    };
+    hooks.hold = [this](const std::string& why) {
+        m_scheduler->hold(why);
+        notify_status();
+    };
+    hooks.release = [this] {
+        m_scheduler->release_hold();
+        m_system->want_inhibitor(m_scheduler->busy());
+        notify_status();
+    };
+    hooks.log = [](bool warning, const std::string& line) {
+        warning ? log_warning(line) : log_info(line);
+    };
+    m_system = SystemWatch::start(*m_bus, m_config.wait_for_boot, std::move(hooks));
+    m_scheduler->set_boot_finished(m_system->boot_finished());
+    auto api = DbusApi::start(*m_bus, *m_scheduler, m_config.dbus_group,
+                              [](bool warning, const std::string& line) {
+                                  warning ? log_warning(line) : log_info(line);
+                              });
+    if (!api) {
+        log_warning(api.error().message + ": no D-Bus API; the rest works");
+        return;
+    }
+    m_dbus = std::move(*api);
+    log_info(std::string("dbus: ") + dbus_name + " on " + m_bus->description());
+}
+
+void Service::settings_changed() {
+    if (m_dbus)
+        m_dbus->on_settings_changed();
+}
+
 void Service::publish(std::string_view event, const std::string& identity) {
+    if (m_dbus)
+        m_dbus->on_changed(event, identity);
+    if (m_system)
+        m_system->want_inhibitor(m_scheduler->busy());
     if (event == "removed") {
         m_events.publish("disk_removed", json_text(nlohmann::json({{"id", identity}})));
         return;
@@ -371,6 +423,11 @@ void Service::reload() {
     set_log_level(m_config.log_level);
     m_host.apply_config(m_config);
     m_scheduler->apply_config(m_config);
+    if (!m_config.wait_for_boot)
+        m_scheduler->set_boot_finished(true);
+    if (m_dbus)
+        m_dbus->set_group(m_config.dbus_group);
+    settings_changed();
     sd_notify(0, "READY=1");
     notify_status();
 }
@@ -382,6 +439,14 @@ void Service::notify_status() {
         return;
     m_last_status = line;
     sd_notifyf(0, "STATUS=%s", line.c_str());
+}
+
+// What refers to the scheduler goes first; the scheduler's own shutdown has run.
+Service::~Service() {
+    m_api.reset();
+    m_dbus.reset();
+    m_system.reset();
+    m_bus.reset();
 }
 
 int Service::run() {

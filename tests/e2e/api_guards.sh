@@ -12,7 +12,9 @@ token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s\n' "$token" >"$TEST_DIR/token"
 chmod 600 "$TEST_DIR/token"
 quiet='[discovery]
-match = ["name:no-such-disk"]'
+match = ["name:no-such-disk"]
+[dbus]
+enabled = false'
 
 api_config
 start_daemon "$quiet

@@ -47,7 +47,7 @@ check_eq "$(stat_of slow blocks_allocated)" "$(stat_of slow blocks_total)" "ever
 
 # SIGHUP: the changed settings apply at once (what needs a restart is named, as the
 # config unit tests check: here --state-dir makes the config's state_dir moot).
-printf '%s\n' "$config" >"$TEST_DIR/prewarmd.toml"
+daemon_config "$config" >"$TEST_DIR/prewarmd.toml"
 sed -i 's/total_rate = "64MiB\/s"/total_rate = "32MiB\/s"/' "$TEST_DIR/prewarmd.toml"
 kill -HUP "$DAEMON_PID"
 wait_for_log "reload: applied \[prefill\] total_rate \[rates\]$"

@@ -131,10 +131,21 @@ require_udevd() {
 
 # The daemon, on this test's state directory, with CONFIG (TOML text) and any extra
 # arguments; logging to $DAEMON_LOG; stopped with SIGTERM at cleanup.
+# CONFIG as the daemon gets it: unless it has its own, the API gets this test's port
+# and socket (api_config) and D-Bus is off, so a test never meets the machine's own
+# bus or port 7433. For a config rewritten before a reload.
+daemon_config() { # CONFIG
+    local config=$1
+    [[ $config == *"[api]"* ]] || config+=$'\n'$API_CONFIG
+    [[ $config == *"[dbus]"* ]] || config+=$'\n[dbus]\nenabled = false'
+    printf '%s\n' "$config"
+}
+
 start_daemon() { # CONFIG [ARGS...]
     local config=$1
     shift
-    printf '%s\n' "$config" >"$TEST_DIR/prewarmd.toml"
+    [[ -n ${API_CONFIG:-} ]] || api_config
+    daemon_config "$config" >"$TEST_DIR/prewarmd.toml"
     DAEMON_LOG=$TEST_DIR/daemon.log
     "$prewarmd" run --config "$TEST_DIR/prewarmd.toml" --state-dir "$TEST_DIR/state" "$@" \
         >>"$DAEMON_LOG" 2>&1 &
@@ -150,13 +161,18 @@ stop_daemon() {
 
 # Waits until the daemon's log has a line matching the extended regex PATTERN.
 wait_for_log() { # PATTERN [SECONDS]
-    local deadline=$((SECONDS + ${2:-20}))
-    until grep -Eq "$1" "$DAEMON_LOG" 2>/dev/null; do
-        ((SECONDS < deadline)) || fail "no log line like '$1' in ${2:-20} s:
-$(cat "$DAEMON_LOG")"
+    wait_for_line "$DAEMON_LOG" "$1" "${2:-20}"
+    pass "log: $(grep -Em1 "$1" "$DAEMON_LOG" | cut -d' ' -f3-)"
+}
+
+# Waits until FILE has a line matching the extended regex PATTERN.
+wait_for_line() { # FILE PATTERN [SECONDS]
+    local deadline=$((SECONDS + ${3:-20}))
+    until grep -Eq "$2" "$1" 2>/dev/null; do
+        ((SECONDS < deadline)) || fail "no line like '$2' in $1 after ${3:-20} s:
+$(cat "$1" 2>&1)"
         sleep 0.1
     done
-    pass "log: $(grep -Em1 "$1" "$DAEMON_LOG" | cut -d' ' -f3-)"
 }
 
 # A field of the job record of the simulated disk NAME.
@@ -180,6 +196,73 @@ api_config() {
     API_SOCKET=$TEST_DIR/api.sock
     API_CONFIG=$(printf '[api]\nlisten = ["127.0.0.1:%s"]\nsocket = "%s"\n' "$API_PORT" "$API_SOCKET")
 }
+
+# A private D-Bus daemon for this test, its address in $BUS: with prewarmd's bus
+# policy (systemd/org.prewarmd.Prewarmd1.conf), or with "open" none (everyone may
+# send anything: for the daemon's own checks). Its socket is in a directory others
+# may enter, so a test can call as another user.
+start_bus() { # [open]
+    command -v dbus-daemon >/dev/null || cannot_run "no dbus-daemon (package dbus-daemon)"
+    local dir include=""
+    dir=$(mktemp -d /tmp/prewarmd-bus.XXXXXX)
+    chmod 755 "$dir"
+    on_cleanup "rm -rf $dir"
+    [[ ${1:-} == open ]] || include="<include>$PREWARMD_SRC/systemd/org.prewarmd.Prewarmd1.conf</include>"
+    cat >"$dir/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <listen>unix:path=$dir/socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+  </policy>
+  $include
+</busconfig>
+CONF
+    dbus-daemon --config-file="$dir/bus.conf" --nofork --nopidfile >"$dir/log" 2>&1 &
+    local pid=$!
+    on_cleanup "kill $pid; wait $pid 2>/dev/null || true"
+    BUS=unix:path=$dir/socket
+    local _
+    for _ in $(seq 50); do
+        [[ -S $dir/socket ]] && return 0
+        kill -0 "$pid" 2>/dev/null || fail "dbus-daemon did not start: $(cat "$dir/log")"
+        sleep 0.1
+    done
+    fail "dbus-daemon made no socket"
+}
+
+# The stand-ins for systemd and logind (tests/tools/fake_system_bus.cc) on $BUS, with
+# ARGS; commands go to them with `fake_bus COMMAND`, what they saw is in $FAKE_OUT.
+start_fake_system_bus() { # [ARGS...]
+    local fifo
+    fifo=$(mktemp -u "$TEST_DIR/fake.XXXXXX")
+    mkfifo "$fifo"
+    FAKE_OUT=$fifo.out
+    "$PREWARMD_BIN/fake_system_bus" "$BUS" "$@" <"$fifo" >"$FAKE_OUT" 2>&1 &
+    local pid=$!
+    exec 7>"$fifo"
+    on_cleanup "exec 7>&-; kill $pid 2>/dev/null; wait $pid 2>/dev/null || true"
+    wait_for_line "$FAKE_OUT" "^ready$"
+}
+fake_bus() {
+    local before _
+    before=$(grep -c "^done $*\$" "$FAKE_OUT" || true)
+    printf '%s\n' "$*" >&7
+    for _ in $(seq 100); do
+        (($(grep -c "^done $*\$" "$FAKE_OUT" || true) > before)) && return 0
+        sleep 0.1
+    done
+    fail "the stand-ins did not take '$*': $(cat "$FAKE_OUT")"
+}
+
+# busctl on the test bus, for prewarmd's objects.
+pbus() { busctl --address="$BUS" "$@"; }
+manager=(org.prewarmd.Prewarmd1 /org/prewarmd/Prewarmd1 org.prewarmd.Prewarmd1.Manager)
 
 wait_for_api() {
     for _ in $(seq 50); do

@@ -327,3 +327,40 @@ TEST_CASE("waiting for the boot: quiet disks wait until it has finished") {
     CHECK(h.state_of(d) == JobState::running);
     CHECK(h.scheduler->status_line().rfind("warming xvdb", 0) == 0);
 }
+
+TEST_CASE("sleep or shutdown: jobs stop checkpointed, wait, and start again after") {
+    Harness h("max_parallel = 2\n");
+    const auto xvdb = xen_disk("xvdb", 51728), xvdc = xen_disk("xvdc", 51744),
+               xvdd = xen_disk("xvdd", 51760);
+    for (const auto& d : {xvdb, xvdc, xvdd}) {
+        h.scheduler->on_attached(d);
+        h.quiet(d);
+    }
+    REQUIRE(h.scheduler->pause(disk_identity(xvdc)).ok());
+    CHECK(h.state_of(xvdd) == JobState::queued);
+
+    h.scheduler->hold("the system is going to sleep");
+    CHECK(h.scheduler->held());
+    CHECK_FALSE(h.scheduler->busy()); // every disk closed
+    CHECK(h.state_of(xvdb) == JobState::waiting);
+    CHECK(h.reason_of(xvdb) == "the system is going to sleep");
+    CHECK(h.state_of(xvdc) == JobState::paused);
+    CHECK(h.state_of(xvdd) == JobState::queued);
+    // Recorded as running: a shutdown now resumes it at the next boot.
+    const auto records = h.state->load().records;
+    const auto b = std::find_if(records.begin(), records.end(), [&](const JobRecord& r) {
+        return r.identity == disk_identity(xvdb);
+    });
+    REQUIRE(b != records.end());
+    CHECK(b->state == JobState::running);
+    // Nothing starts while held, even when asked.
+    h.host.jobs.clear();
+    REQUIRE(h.scheduler->resume(disk_identity(xvdc)).ok());
+    CHECK(h.host.jobs.empty());
+
+    h.scheduler->release_hold();
+    CHECK_FALSE(h.scheduler->held());
+    CHECK(h.state_of(xvdb) == JobState::running);
+    CHECK(h.host.jobs.size() == 2);
+    CHECK(h.host.jobs.count("xvdb"));
+}

@@ -1,0 +1,329 @@
+#include "dbus/dbus_api.hh"
+
+#include <grp.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "prewarmd1_adaptor.hh" // generated from api/org.prewarmd.Prewarmd1.xml
+
+namespace prewarmd {
+namespace {
+
+namespace gen = org::prewarmd::Prewarmd1;
+
+constexpr const char* disk_interface = gen::Disk_adaptor::INTERFACE_NAME;
+constexpr const char* manager_interface = gen::Manager_adaptor::INTERFACE_NAME;
+
+[[noreturn]] void fail(const Error& error) {
+    const char* name = "Failed";
+    switch (-error.err) {
+    case ENOENT:
+        name = "UnknownDisk";
+        break;
+    case ENODEV:
+        name = "NotAttached";
+        break;
+    case EBUSY:
+        name = "Refused";
+        break;
+    case EINVAL:
+        name = "WrongState";
+        break;
+    default:
+        break;
+    }
+    throw sdbus::Error(std::string("org.prewarmd.Prewarmd1.Error.") + name, error.message);
+}
+
+[[noreturn]] void invalid_args(const std::string& why) {
+    throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", why);
+}
+
+// Signals to a bus that went away fail; the Bus reports that once.
+template <typename Emit>
+void emit_quietly(Emit emit) {
+    try {
+        emit();
+    } catch (const sdbus::Error&) {
+    }
+}
+
+} // namespace
+
+class DbusApi::Manager final
+    : public sdbus::AdaptorInterfaces<gen::Manager_adaptor, sdbus::ObjectManager_adaptor,
+                                      sdbus::Properties_adaptor> {
+public:
+    Manager(sdbus::IConnection& connection, Scheduler& scheduler, std::string group, LogFn log)
+        : AdaptorInterfaces(connection, dbus_manager_path), m_scheduler(scheduler),
+          m_group(std::move(group)), m_log(std::move(log)) {
+        registerAdaptor();
+    }
+    ~Manager() { unregisterAdaptor(); }
+
+    void set_group(std::string g) { m_group = std::move(g); }
+
+private:
+    // Changes are for root and the members of [dbus] group; the bus policy says the
+    // same, this holds where no policy was installed.
+    void authorize(const std::string& what) {
+        const auto* message = getObject().getCurrentlyProcessedMessage();
+        if (!message)
+            return;
+        const uid_t uid = message->getCredsUid();
+        if (uid == 0)
+            return;
+        if (!m_group.empty()) {
+            if (const group* g = ::getgrnam(m_group.c_str())) {
+                const auto gids = message->getCredsSupplementaryGids();
+                if (message->getCredsGid() == g->gr_gid ||
+                    std::find(gids.begin(), gids.end(), g->gr_gid) != gids.end())
+                    return;
+            }
+        }
+        throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
+                           what + " is for root" +
+                               (m_group.empty() ? std::string() : " and the group " + m_group) +
+                               " (uid " + std::to_string(uid) + " is neither)");
+    }
+
+    void act(const std::string& id, DiskAction action, const StartRequest& start = {}) {
+        authorize(std::string(action == DiskAction::start ? "Start" : "this command"));
+        if (auto done = m_scheduler.act(id, action, start); !done)
+            fail(done.error());
+    }
+
+    std::vector<
+        sdbus::Struct<std::string, sdbus::ObjectPath, std::string, std::string, uint64_t, double>>
+    ListDisks() override {
+        std::vector<sdbus::Struct<std::string, sdbus::ObjectPath, std::string, std::string,
+                                  uint64_t, double>>
+            out;
+        for (const auto& d : m_scheduler.disks())
+            out.emplace_back(d.identity, sdbus::ObjectPath(disk_path(d.identity)), d.disk.name,
+                             std::string(to_string(d.state)), d.disk.size_bytes,
+                             d.progress.total_bytes ? d.progress.ratio()
+                                                    : (d.state == JobState::done ? 1.0 : 0.0));
+        return out;
+    }
+
+    sdbus::ObjectPath Start(const std::string& id,
+                            const std::map<std::string, sdbus::Variant>& options) override {
+        StartRequest start;
+        for (const auto& [key, value] : options) {
+            if (key == "mode") {
+                if (!value.containsValueOfType<std::string>())
+                    invalid_args("mode is a string: zero, rewrite or read");
+                start.mode = parse_mode(value.get<std::string>());
+                if (!start.mode)
+                    invalid_args("mode is one of zero, rewrite, read");
+            } else if (key == "rate_bytes_per_s") {
+                if (!value.containsValueOfType<uint64_t>())
+                    invalid_args("rate_bytes_per_s is an unsigned 64-bit integer (t)");
+                start.rate_bytes_per_s = value.get<uint64_t>();
+                if (*start.rate_bytes_per_s == 0)
+                    invalid_args("rate_bytes_per_s is at least 1");
+            } else if (key == "queue_depth") {
+                if (!value.containsValueOfType<uint32_t>())
+                    invalid_args("queue_depth is an unsigned 32-bit integer (u)");
+                start.queue_depth = value.get<uint32_t>();
+                if (*start.queue_depth < 1 || *start.queue_depth > 64)
+                    invalid_args("queue_depth is from 1 to 64");
+            } else {
+                invalid_args("unknown option " + key + " (mode, rate_bytes_per_s, queue_depth)");
+            }
+        }
+        act(id, DiskAction::start, start);
+        return sdbus::ObjectPath(disk_path(id));
+    }
+    void Pause(const std::string& id) override { act(id, DiskAction::pause); }
+    void Resume(const std::string& id) override { act(id, DiskAction::resume); }
+    void Cancel(const std::string& id) override { act(id, DiskAction::cancel); }
+    void Release(const std::string& id) override { act(id, DiskAction::release); }
+
+    uint64_t TotalRateBytesPerSecond() override {
+        return m_scheduler.config().total_rate_bytes_per_s;
+    }
+    void TotalRateBytesPerSecond(const uint64_t& value) override {
+        authorize("Setting TotalRateBytesPerSecond");
+        if (value > (uint64_t{1} << 40))
+            invalid_args("TotalRateBytesPerSecond is at most 1 TiB/s (0: unlimited)");
+        m_scheduler.set_total_rate(value);
+        m_log(false, "dbus: total_rate now " + std::to_string(value) + " B/s");
+        emitPropertiesChangedSignal(manager_interface, {"TotalRateBytesPerSecond"});
+    }
+    uint32_t MaxParallel() override { return m_scheduler.config().max_parallel; }
+    void MaxParallel(const uint32_t& value) override {
+        authorize("Setting MaxParallel");
+        if (value < 1 || value > 64)
+            invalid_args("MaxParallel is from 1 to 64");
+        m_scheduler.set_max_parallel(value);
+        m_log(false, "dbus: max_parallel now " + std::to_string(value));
+        emitPropertiesChangedSignal(manager_interface, {"MaxParallel"});
+    }
+    std::string AutoPrefill() override {
+        return m_scheduler.config().auto_prefill == ::prewarmd::AutoPrefill::blank ? "blank"
+                                                                                   : "never";
+    }
+    void AutoPrefill(const std::string& value) override {
+        authorize("Setting AutoPrefill");
+        if (value != "blank" && value != "never")
+            invalid_args("AutoPrefill is blank or never");
+        m_scheduler.set_auto_prefill(value == "blank" ? ::prewarmd::AutoPrefill::blank
+                                                      : ::prewarmd::AutoPrefill::never);
+        m_log(false, "dbus: auto_prefill now " + value);
+        emitPropertiesChangedSignal(manager_interface, {"AutoPrefill"});
+    }
+    bool BootFinished() override { return m_scheduler.boot_finished(); }
+    std::string Version() override { return PREWARMD_VERSION; }
+
+    Scheduler& m_scheduler;
+    std::string m_group;
+    LogFn m_log;
+};
+
+class DbusApi::DiskObject final
+    : public sdbus::AdaptorInterfaces<gen::Disk_adaptor, sdbus::Properties_adaptor,
+                                      sdbus::ManagedObject_adaptor> {
+public:
+    DiskObject(sdbus::IConnection& connection, Scheduler& scheduler, std::string identity)
+        : AdaptorInterfaces(connection, disk_path(identity)), m_scheduler(scheduler),
+          m_identity(std::move(identity)) {
+        registerAdaptor();
+    }
+    ~DiskObject() { unregisterAdaptor(); }
+
+private:
+    DiskView view() const { return m_scheduler.disk(m_identity).value_or(DiskView{}); }
+
+    std::string Id() override { return m_identity; }
+    std::string Name() override { return view().disk.name; }
+    std::string DevNode() override { return view().disk.devnode; }
+    uint64_t SizeBytes() override { return view().disk.size_bytes; }
+    bool Attached() override { return view().attached; }
+    std::string Verdict() override { return std::string(to_string(view().verdict)); }
+    std::vector<std::string> VerdictReasons() override { return view().verdict_reasons; }
+    std::string State() override { return std::string(to_string(view().state)); }
+    std::string Reason() override { return view().reason; }
+    uint64_t TotalBytes() override { return view().progress.total_bytes; }
+    uint64_t DoneBytes() override { return view().progress.done_bytes; }
+    uint64_t WrittenBytes() override { return view().progress.written_bytes; }
+    uint64_t SkippedBytes() override { return view().progress.skipped_bytes; }
+    double RateBytesPerSecond() override { return view().progress.rate_10s_bytes_per_s; }
+    int64_t EtaSeconds() override {
+        const auto eta = view().progress.eta;
+        return eta ? eta->count() : -1;
+    }
+    double WriteLatencyP50Seconds() override {
+        return static_cast<double>(view().progress.write_latency.p50.count()) / 1e6;
+    }
+    double WriteLatencyP99Seconds() override {
+        return static_cast<double>(view().progress.write_latency.p99.count()) / 1e6;
+    }
+
+    Scheduler& m_scheduler;
+    std::string m_identity;
+};
+
+std::string DbusApi::disk_path(const std::string& identity) {
+    return std::string(dbus_manager_path) + "/disks/" + bus_label(identity);
+}
+
+Result<std::unique_ptr<DbusApi>> DbusApi::start(Bus& bus, Scheduler& scheduler,
+                                                const std::string& group, LogFn log) {
+    std::unique_ptr<DbusApi> api(new DbusApi);
+    api->m_bus = &bus;
+    api->m_scheduler = &scheduler;
+    try {
+        api->m_manager =
+            std::make_unique<Manager>(bus.connection(), scheduler, group, std::move(log));
+        api->sync_objects();
+        bus.connection().requestName(dbus_name);
+    } catch (const sdbus::Error& e) {
+        return Error{-EIO, std::string("D-Bus: cannot take the name ") + dbus_name + " on " +
+                               bus.description() + ": " + e.getMessage()};
+    }
+    return api;
+}
+
+DbusApi::~DbusApi() {
+    if (!m_bus)
+        return;
+    m_disks.clear();
+    emit_quietly([&] { m_bus->connection().releaseName(dbus_name); });
+}
+
+void DbusApi::set_group(const std::string& group) {
+    m_manager->set_group(group);
+}
+
+// One object per disk the scheduler knows, no more.
+void DbusApi::sync_objects() {
+    const auto disks = m_scheduler->disks();
+    for (auto it = m_disks.begin(); it != m_disks.end();) {
+        const bool known = std::any_of(disks.begin(), disks.end(),
+                                       [&](const DiskView& d) { return d.identity == it->first; });
+        if (known) {
+            ++it;
+            continue;
+        }
+        emit_quietly([&] { it->second->emitInterfacesRemovedSignal({disk_interface}); });
+        it = m_disks.erase(it);
+    }
+    for (const auto& d : disks) {
+        if (m_disks.count(d.identity))
+            continue;
+        auto object = std::make_unique<DiskObject>(m_bus->connection(), *m_scheduler, d.identity);
+        emit_quietly([&] { object->emitInterfacesAddedSignal({disk_interface}); });
+        m_disks[d.identity] = std::move(object);
+    }
+}
+
+void DbusApi::on_changed(std::string_view event, const std::string& identity) {
+    try {
+        sync_objects();
+    } catch (const sdbus::Error&) {
+        return;
+    }
+    const sdbus::ObjectPath path(disk_path(identity));
+    const auto object = m_disks.find(identity);
+    emit_quietly([&] {
+        if (event == "added") {
+            m_manager->emitDiskAdded(identity, path);
+        } else if (event == "removed") {
+            m_manager->emitDiskRemoved(identity, path);
+        } else if (const auto disk = m_scheduler->disk(identity)) {
+            m_manager->emitJobStateChanged(identity, path, std::string(to_string(disk->state)),
+                                           disk->reason);
+        }
+        if (object != m_disks.end())
+            object->second->emitPropertiesChangedSignal(disk_interface);
+    });
+}
+
+void DbusApi::on_progress() {
+    for (const auto& d : m_scheduler->disks()) {
+        if (d.state != JobState::running && d.state != JobState::paused)
+            continue;
+        const auto object = m_disks.find(d.identity);
+        emit_quietly([&] {
+            m_manager->emitProgress(d.identity, sdbus::ObjectPath(disk_path(d.identity)),
+                                    d.progress.done_bytes, d.progress.total_bytes,
+                                    d.progress.rate_10s_bytes_per_s);
+            if (object != m_disks.end())
+                object->second->emitPropertiesChangedSignal(
+                    disk_interface, {"DoneBytes", "WrittenBytes", "SkippedBytes", "TotalBytes",
+                                     "RateBytesPerSecond", "EtaSeconds", "WriteLatencyP50Seconds",
+                                     "WriteLatencyP99Seconds"});
+        });
+    }
+}
+
+void DbusApi::on_settings_changed() {
+    emit_quietly([&] { m_manager->emitPropertiesChangedSignal(manager_interface); });
+}
+
+} // namespace prewarmd
