@@ -12,7 +12,8 @@ void EventBus::publish(std::string type, std::string data) {
     m_published.notify_all();
 }
 
-std::vector<EventBus::Event> EventBus::wait_after(uint64_t after, std::chrono::milliseconds timeout) {
+std::vector<EventBus::Event> EventBus::wait_after(uint64_t after,
+                                                  std::chrono::milliseconds timeout) {
     std::unique_lock lock(m_mutex);
     m_published.wait_for(lock, timeout, [&] {
         return m_closed || (!m_events.empty() && m_events.back().id > after);

@@ -230,7 +230,7 @@ std::string disk_json(const DiskView& v) {
         {"removable", v.facts.removable},
     };
     const auto vdev = xen_vdev(v.disk);
-    const json out = {
+    json out = {
         {"id", v.identity},
         {"name", v.disk.name},
         {"devnode", v.disk.devnode},
@@ -250,6 +250,9 @@ std::string disk_json(const DiskView& v) {
         {"state_since", rfc3339(v.state_since_unix)},
         {"progress", json(v.progress)},
     };
+    // A disk never warmed has no extent yet: 0, not the engine's "nothing left" 1.
+    if (!v.progress.total_bytes)
+        out["progress"]["progress_ratio"] = v.state == JobState::done ? 1.0 : 0.0;
     return json_text(out);
 }
 

@@ -137,7 +137,7 @@ bool is_loopback_address(const std::string& address) {
 }
 
 struct Listener {
-    std::string name; // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
+    std::string name;  // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
     bool local = true; // loopback or the unix socket
     bool unix_socket = false;
     std::unique_ptr<httplib::Server> server;
@@ -145,7 +145,8 @@ struct Listener {
 };
 
 struct ApiServer::Impl {
-    Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate) : router(r), events(e), log(std::move(l)), limiter(rate) {}
+    Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate)
+        : router(r), events(e), log(std::move(l)), limiter(rate) {}
 
     ApiRouter& router;
     EventBus& events;
@@ -188,8 +189,8 @@ struct ApiServer::Impl {
                                   "send the body as it is"));
         const auto lengths = req.get_header_value_count("Content-Length");
         if (lengths > 1)
-            return refuse(problem(400, "content-length", "Bad Content-Length",
-                                  "one Content-Length only"));
+            return refuse(
+                problem(400, "content-length", "Bad Content-Length", "one Content-Length only"));
         if (lengths == 1) {
             const auto text = req.get_header_value("Content-Length");
             uint64_t length = 0;
@@ -206,8 +207,8 @@ struct ApiServer::Impl {
                                   "one Authorization header only"));
         // The socket's own peer: for the unix socket, the pid (cpp-httplib puts it in
         // remote_port); a header is never trusted for this.
-        const auto client = l.unix_socket ? "pid:" + std::to_string(req.remote_port)
-                                          : req.remote_addr;
+        const auto client =
+            l.unix_socket ? "pid:" + std::to_string(req.remote_port) : req.remote_addr;
         if (!limiter.allow(client)) {
             auto out = problem(429, "too-many-requests", "Too many requests",
                                "slow down: at most the configured rate per second");
@@ -279,7 +280,9 @@ struct ApiServer::Impl {
 
 ApiServer::ApiServer(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 
-ApiServer::~ApiServer() { stop(); }
+ApiServer::~ApiServer() {
+    stop();
+}
 
 namespace {
 
@@ -295,8 +298,9 @@ Result<void> configure(ApiServer::Impl& impl, Listener& l) {
     // The headers and the body go out in two writes: without this, Nagle holds the
     // body for the client's delayed ACK, 40 ms a keep-alive request.
     s.set_tcp_nodelay(true);
-    s.set_pre_routing_handler(
-        [&impl, &l](const httplib::Request& req, httplib::Response& res) { return impl.guard(l, req, res); });
+    s.set_pre_routing_handler([&impl, &l](const httplib::Request& req, httplib::Response& res) {
+        return impl.guard(l, req, res);
+    });
     const auto handler = [&impl](const httplib::Request& req, httplib::Response& res) {
         impl.serve(req, res);
     };
@@ -326,9 +330,10 @@ Result<void> configure(ApiServer::Impl& impl, Listener& l) {
                                            std::to_string(res.status) + ")");
         apply(res, out);
     });
-    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        apply(res, problem(500, "internal", "Internal error", "the request failed"));
-    });
+    s.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+            apply(res, problem(500, "internal", "Internal error", "the request failed"));
+        });
     return {};
 }
 
@@ -352,7 +357,7 @@ Result<void> clear_stale_socket(const std::string& path) {
 } // namespace
 
 Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRouter& router,
-                                                     EventBus& events, Log log) {
+                                                    EventBus& events, Log log) {
     auto impl = std::make_unique<Impl>(router, events, log, config.api_rate_limit);
     impl->max_connections = config.api_max_connections;
     if (!config.api_token_file.empty()) {
@@ -394,14 +399,16 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
             return ok.error();
         const auto [host, port] = split_address(address);
         if (!l->server->bind_to_port(host, port))
-            return Error{-EADDRINUSE, "[api] listen " + address + ": cannot bind (in use, or no "
-                                                                    "such address)"};
+            return Error{-EADDRINUSE, "[api] listen " + address +
+                                          ": cannot bind (in use, or no "
+                                          "such address)"};
         impl->listeners.push_back(std::move(l));
     }
     if (!config.api_socket.empty()) {
         if (auto ok = clear_stale_socket(config.api_socket); !ok)
             return ok.error();
-        ::mkdir(std::string(config.api_socket.substr(0, config.api_socket.rfind('/'))).c_str(), 0755);
+        ::mkdir(std::string(config.api_socket.substr(0, config.api_socket.rfind('/'))).c_str(),
+                0755);
         auto l = std::make_unique<Listener>();
         l->name = "unix:" + config.api_socket;
         l->unix_socket = true;
@@ -417,8 +424,8 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         if (!config.api_socket_group.empty()) {
             const group* g = ::getgrnam(config.api_socket_group.c_str());
             if (!g)
-                return Error{-EINVAL, "[api] socket_group " + config.api_socket_group +
-                                          ": no such group"};
+                return Error{-EINVAL,
+                             "[api] socket_group " + config.api_socket_group + ": no such group"};
             if (::chown(config.api_socket.c_str(), static_cast<uid_t>(-1), g->gr_gid) < 0)
                 return errno_error("[api] socket " + config.api_socket + ": chown");
         }
@@ -427,6 +434,15 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
     for (auto& l : impl->listeners) {
         auto* server = l->server.get();
         l->thread = std::thread([server] { server->listen_after_bind(); });
+        // cpp-httplib's stop() does nothing until the thread is in its accept loop,
+        // and then the join would wait forever: a SIGTERM right after start hung.
+        const auto until = Clock::now() + std::chrono::seconds(5);
+        while (!server->is_running() && Clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (!server->is_running()) {
+            l->thread.detach(); // the daemon exits on this error
+            return Error{-EIO, "[api] " + l->name + ": the listener did not start"};
+        }
         log(false, "api: listening on " + l->name);
     }
     return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));

@@ -28,5 +28,9 @@ Result<uint64_t> parse_count(std::string_view text, uint64_t min, uint64_t max);
 std::string format_size(uint64_t bytes);
 // "120.5 MiB/s".
 std::string format_rate(double bytes_per_s);
+// "7 s", "3:07", "1:02:03".
+std::string format_duration(std::chrono::seconds duration);
+// "[#######-------]": `width` marks between the brackets.
+std::string progress_bar(double ratio, int width);
 
 } // namespace prewarmd

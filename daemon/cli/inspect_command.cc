@@ -35,10 +35,12 @@ namespace {
 constexpr OptionSpec inspect_options[] = {
     {"match", 0, "RULE",
      "a match rule, repeatable (default: xen): xen, name:GLOB,\n"
-     "id_path:GLOB, serial:GLOB, wwn:GLOB, size:MIN-MAX"},
+     "id:GLOB, id_path:GLOB, serial:GLOB, wwn:GLOB, size:MIN-MAX"},
     {"exclude", 0, "RULE", "an exclude rule, repeatable"},
     {"json", 0, "", "JSON: an array of disks; with --watch, one event per line"},
-    {"watch", 0, "", "then report disks attached, changed and detached, until interrupted"},
+    {"watch", 0, "",
+     "then report disks attached, changed and detached, until interrupted;\n"
+     "disks the rules leave out are listed but not opened"},
     {"grace", 0, "DURATION",
      "with --watch: watch each attached disk this long for other\n"
      "users, as the daemon does before warming it (default 30s; 0s: no)"},
@@ -63,12 +65,18 @@ struct Report {
     Classification classification;
 };
 
+// With only_considered (--watch, which follows what the daemon would do), a disk
+// the rules leave out is not opened.
 Report examine(const DiskInfo& disk, const std::vector<MatchRule>& match,
                const std::vector<MatchRule>& exclude, const SystemView& system,
-               const ProtectedDisks& protected_disks) {
+               const ProtectedDisks& protected_disks, bool only_considered) {
     Report r{disk, decide_match(disk, match, exclude, protected_disks), disk_identity(disk), {}};
     if (disk.is_partition()) {
         r.classification.reasons.push_back("a partition: only whole disks are warmed");
+        return r;
+    }
+    if (only_considered && !r.match.matched) {
+        r.classification.reasons.push_back("not examined: not considered");
         return r;
     }
     // Read-only and shared: a look must not make someone's mkfs fail.
@@ -163,7 +171,7 @@ int watch(const Udev& udev, UdevMonitor& monitor, const std::vector<MatchRule>& 
                 std::printf("detached %s (%s): %s\n", update.disk.name.c_str(),
                             disk_identity(update.disk).c_str(), update.why.c_str());
         } else {
-            const auto r = examine(update.disk, match, exclude, system, protected_disks);
+            const auto r = examine(update.disk, match, exclude, system, protected_disks, true);
             if (json) {
                 auto out = to_json(r);
                 out["event"] = to_string(update.event);
@@ -294,7 +302,7 @@ int inspect_command(const std::vector<std::string>& args) {
     const auto protected_disks = find_protected_disks(system.mounts, system.swaps, system.sys);
     auto out = nlohmann::json::array();
     for (const auto& disk : disks) {
-        const auto r = examine(disk, *match, *exclude, system, protected_disks);
+        const auto r = examine(disk, *match, *exclude, system, protected_disks, false);
         if (json)
             out.push_back(to_json(r));
         else

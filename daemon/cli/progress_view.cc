@@ -1,6 +1,5 @@
 #include "cli/progress_view.hh"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "base/units.hh"
@@ -15,26 +14,6 @@ std::string milliseconds(std::chrono::microseconds us) {
 }
 
 } // namespace
-
-std::string format_duration(std::chrono::seconds duration) {
-    const auto total = duration.count();
-    char buf[32];
-    if (total < 60)
-        std::snprintf(buf, sizeof buf, "%lld s", static_cast<long long>(total));
-    else if (total < 3600)
-        std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(total / 60),
-                      static_cast<long long>(total % 60));
-    else
-        std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(total / 3600),
-                      static_cast<long long>(total / 60 % 60), static_cast<long long>(total % 60));
-    return buf;
-}
-
-std::string progress_bar(double ratio, int width) {
-    const int filled = static_cast<int>(std::clamp(ratio, 0.0, 1.0) * width + 0.5);
-    return "[" + std::string(static_cast<size_t>(filled), '#') +
-           std::string(static_cast<size_t>(width - filled), '-') + "]";
-}
 
 std::string progress_line(const ProgressSnapshot& s) {
     char pct[16];

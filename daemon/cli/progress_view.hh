@@ -9,8 +9,6 @@
 
 namespace prewarmd {
 
-std::string format_duration(std::chrono::seconds duration); // "7 s", "3:07", "1:02:03"
-std::string progress_bar(double ratio, int width);          // "[#######-------]"
 // "42.0%  1.68 GiB of 4.00 GiB  312.4 MiB/s  ETA 7 s"
 std::string progress_line(const ProgressSnapshot& snapshot);
 // Several lines: what was done, how fast, the write latencies.

@@ -184,8 +184,9 @@ const std::vector<Option>& options() {
          },
          [](const Config& a, const Config& b) { return a.log_level == b.log_level; }},
         {"discovery", "match", "[\"xen\"]",
-         "Which disks are considered: xen, name:GLOB, id_path:GLOB, serial:GLOB, wwn:GLOB,\n"
-         "size:MIN-MAX. Loop, RAM, dm and md devices need a rule naming them (docs/safety.md).",
+         "Which disks are considered: xen, name:GLOB, id:GLOB, id_path:GLOB, serial:GLOB,\n"
+         "wwn:GLOB, size:MIN-MAX. Loop, RAM, dm and md devices need a rule naming them "
+         "(docs/safety.md).",
          true, [](const toml::node& n, Config& c) { return rule_list(n, c.match); },
          [](const Config& a, const Config& b) { return a.match == b.match; }},
         {"discovery", "exclude", "[]", "Disks never considered, by the same rules.", true,

@@ -50,6 +50,8 @@ bool MatchRule::matches(const DiskInfo& disk) const {
         return is_xen_disk(disk);
     case Kind::name:
         return glob_matches(glob, disk.name);
+    case Kind::id:
+        return glob_matches(glob, disk_identity(disk));
     case Kind::id_path:
         return glob_matches(glob, disk.property("ID_PATH"));
     case Kind::serial:
@@ -76,7 +78,7 @@ Result<MatchRule> parse_match_rule(std::string_view text) {
         return rule;
     const auto colon = text.find(':');
     if (colon == std::string_view::npos)
-        return bad("expected xen, name:GLOB, id_path:GLOB, serial:GLOB, wwn:GLOB or "
+        return bad("expected xen, name:GLOB, id:GLOB, id_path:GLOB, serial:GLOB, wwn:GLOB or "
                    "size:MIN-MAX");
     const auto key = text.substr(0, colon);
     const auto value = std::string(text.substr(colon + 1));
@@ -107,6 +109,8 @@ Result<MatchRule> parse_match_rule(std::string_view text) {
     rule.glob = value;
     if (key == "name")
         rule.kind = MatchRule::Kind::name;
+    else if (key == "id")
+        rule.kind = MatchRule::Kind::id;
     else if (key == "id_path")
         rule.kind = MatchRule::Kind::id_path;
     else if (key == "serial")
@@ -114,7 +118,8 @@ Result<MatchRule> parse_match_rule(std::string_view text) {
     else if (key == "wwn")
         rule.kind = MatchRule::Kind::wwn;
     else
-        return bad("unknown kind '" + std::string(key) + "' (name, id_path, serial, wwn, size)");
+        return bad("unknown kind '" + std::string(key) +
+                   "' (name, id, id_path, serial, wwn, size)");
     return rule;
 }
 

@@ -1,6 +1,7 @@
 // Which disks the daemon considers: the built-in `xen` class and the config's
-// match and exclude rules, each a string: xen, name:GLOB, id_path:GLOB,
-// serial:GLOB, wwn:GLOB, size:MIN-MAX (units allowed, either end open).
+// match and exclude rules, each a string: xen, name:GLOB, id:GLOB (prewarmd's own
+// disk id), id_path:GLOB, serial:GLOB, wwn:GLOB, size:MIN-MAX (units allowed,
+// either end open).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 namespace prewarmd {
 
 struct MatchRule {
-    enum class Kind { xen, name, id_path, serial, wwn, size } kind = Kind::xen;
+    enum class Kind { xen, name, id, id_path, serial, wwn, size } kind = Kind::xen;
     std::string glob;
     uint64_t min_bytes = 0;
     uint64_t max_bytes = std::numeric_limits<uint64_t>::max();

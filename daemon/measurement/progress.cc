@@ -135,12 +135,16 @@ uint64_t LatencyHistogram::count_at_or_under(std::chrono::microseconds bound) co
 }
 
 LatencySummary LatencyHistogram::summary() const {
-    LatencySummary s{m_count, percentile(0.50), percentile(0.90), percentile(0.99),
+    LatencySummary s{m_count,
+                     percentile(0.50),
+                     percentile(0.90),
+                     percentile(0.99),
                      std::chrono::microseconds(static_cast<int64_t>(m_max_us)),
-                     static_cast<double>(m_sum_us) / 1e6, {}};
+                     static_cast<double>(m_sum_us) / 1e6,
+                     {}};
     for (size_t i = 0; i < latency_bounds_seconds.size(); ++i)
-        s.at_or_under[i] = count_at_or_under(std::chrono::microseconds(
-            static_cast<int64_t>(latency_bounds_seconds[i] * 1e6)));
+        s.at_or_under[i] = count_at_or_under(
+            std::chrono::microseconds(static_cast<int64_t>(latency_bounds_seconds[i] * 1e6)));
     return s;
 }
 

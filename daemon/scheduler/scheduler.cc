@@ -36,6 +36,12 @@ struct Scheduler::Entry {
 
 namespace {
 
+Classification not_examined() {
+    Classification c;
+    c.reasons.push_back("not examined: not considered");
+    return c;
+}
+
 // States that say something was, or is, done about the disk: kept across restarts.
 bool recorded(JobState s) {
     switch (s) {
@@ -130,16 +136,18 @@ void Scheduler::set_state(Entry& e, JobState state, std::string reason) {
         return;
     const bool warning =
         state == JobState::failed || state == JobState::interrupted || state == JobState::detached;
-    log(warning, e,
-        std::string(to_string(e.state)) + " -> " + std::string(to_string(state)) +
-            (reason.empty() ? "" : ": " + reason));
+    const std::string change = std::string(to_string(e.state)) + " -> " +
+                               std::string(to_string(state)) +
+                               (reason.empty() ? "" : ": " + reason);
     e.state = state;
     e.reason = std::move(reason);
     e.state_since_unix = static_cast<int64_t>(std::time(nullptr));
+    // The record first: whoever reads the log line finds the record saying so.
     if (recorded(state)) {
         e.has_record = true;
         save(e);
     }
+    log(warning, e, change);
     if (m_hooks.changed)
         m_hooks.changed("state", e.identity);
 }
@@ -159,7 +167,8 @@ void Scheduler::on_attached(const DiskInfo& disk) {
 void Scheduler::decide(Entry& e) {
     e.match = decide_match(e.disk, m_config.match_rules, m_config.exclude_rules,
                            m_host.protected_disks());
-    e.look = m_host.look(e.disk);
+    // A disk the rules leave out is not opened at all: nothing it is not asked to touch.
+    e.look = e.match.matched || e.has_record ? m_host.look(e.disk) : not_examined();
     if (e.has_record) {
         switch (e.state) {
         case JobState::done:
@@ -407,6 +416,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
         return {}; // one job per disk: starting it again returns it
     if (!e->attached)
         return Error{-ENODEV, identity + " is not attached"};
+    e->look = m_host.look(e->disk); // now, not as it was at the attach
     if (e->look.verdict == Verdict::refused)
         return Error{-EBUSY, identity + " may not be touched: " + e->look.reasons_text()};
     e->requested = true;

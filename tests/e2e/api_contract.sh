@@ -10,14 +10,14 @@ require_devices
 sim_up --disk a=512MiB
 api_config
 start_daemon '[discovery]
-match = ["name:loop*"]
+match = '"$(sim_match)"'
 [prefill]
 auto_prefill = "never"
 total_rate = "32MiB/s"
 '"$API_CONFIG"
 wait_for_api
 
-id=$(curl -s "$API/v1/disks" | jq -r '.disks[] | select(.name | startswith("loop")) | .id')
+id=$(curl -s "$API/v1/disks" | jq -r --arg n "$(basename "$(dev_of a)")" '.disks[] | select(.name == $n) | .id')
 [[ $id == loop-* ]] || fail "no loop disk listed: $(curl -s "$API/v1/disks")"
 check_eq "$(curl -s "$API/v1/disks/$id" | jq -r .state)" discovered "state before a request"
 

@@ -7,7 +7,7 @@ require_udevd
 
 sim_up --disk gone=512MiB
 start_daemon '[discovery]
-match = ["name:loop*"]
+match = '"$(sim_match)"'
 attach_grace = "1s"
 [prefill]
 total_rate = "64MiB/s"

@@ -8,7 +8,7 @@ require_udevd
 
 sim_up --disk slow=512MiB
 config='[discovery]
-match = ["name:loop*"]
+match = '"$(sim_match)"'
 attach_grace = "1s"
 [prefill]
 total_rate = "64MiB/s"
@@ -40,7 +40,7 @@ check_eq "$(record_of slow state)" running "the record after SIGTERM"
 
 start_daemon "$config
 [rates]
-\"name:loop*\" = \"unlimited\""
+\"$(sim_rule)\" = \"unlimited\""
 wait_for_log "$(disk_pattern slow): attached; resuming its job"
 wait_for_log "$(disk_pattern slow): running -> done" 60
 check_eq "$(stat_of slow blocks_allocated)" "$(stat_of slow blocks_total)" "every block allocated in the end"

@@ -10,7 +10,7 @@ sim_up --disk a=512MiB --disk b=512MiB --disk data=256MiB
 mkfs.ext4 -q -U 22222222-3333-4444-5555-666666666666 "$(dev_of data)"
 
 start_daemon '[discovery]
-match = ["name:loop*"]
+match = '"$(sim_match)"'
 attach_grace = "1s"
 [prefill]
 total_rate = "unlimited"

@@ -13,7 +13,7 @@ start_fake_system_bus --state running
 sim_up --disk a=512MiB
 api_config
 start_daemon "[discovery]
-match = [\"name:loop*\"]
+match = $(sim_match)
 attach_grace = \"1s\"
 [prefill]
 auto_prefill = \"never\"
@@ -29,8 +29,9 @@ on_cleanup "kill $monitor 2>/dev/null; wait $monitor 2>/dev/null || true"
 sleep 0.5
 
 pbus --json=short call "${manager[@]}" ListDisks >"$TEST_DIR/list"
-id=$(jq -r '.data[0][] | select(.[2] | startswith("loop")) | .[0]' "$TEST_DIR/list")
-path=$(jq -r '.data[0][] | select(.[2] | startswith("loop")) | .[1]' "$TEST_DIR/list")
+a=$(basename "$(dev_of a)")
+id=$(jq -r --arg n "$a" '.data[0][] | select(.[2] == $n) | .[0]' "$TEST_DIR/list")
+path=$(jq -r --arg n "$a" '.data[0][] | select(.[2] == $n) | .[1]' "$TEST_DIR/list")
 [[ $id == loop-* && $path == /org/prewarmd/Prewarmd1/disks/loop_2d* ]] ||
     fail "ListDisks: no loop disk: $(cat "$TEST_DIR/list")"
 pass "ListDisks: $id at $path"

@@ -14,7 +14,7 @@ start_bus open
 start_fake_system_bus --state starting
 sim_up --disk a=512MiB
 config_on() { # BUS
-    printf '[discovery]\nmatch = ["name:loop*"]\nattach_grace = "1s"\n[prefill]\ntotal_rate = "24MiB/s"\n'
+    printf '[discovery]\nmatch = %s\nattach_grace = "1s"\n[prefill]\ntotal_rate = "24MiB/s"\n' "$(sim_match)"
     printf '[dbus]\naddress = "%s"\n' "$1"
 }
 start_daemon "$(config_on "$BUS")"
@@ -26,7 +26,8 @@ if grep -q "^inhibit" "$FAKE_OUT"; then fail "an inhibitor was taken with no job
 pass "no inhibitor while no job runs"
 
 # With no bus policy, the daemon itself refuses changes from others.
-id=$(pbus --json=short call "${manager[@]}" ListDisks | jq -r '.data[0][] | select(.[2] | startswith("loop")) | .[0]')
+id=$(pbus --json=short call "${manager[@]}" ListDisks |
+    jq -r --arg n "$(basename "$(dev_of a)")" '.data[0][] | select(.[2] == $n) | .[0]')
 setpriv --reuid=65534 --regid=65534 --clear-groups dbus-send --bus="$BUS" --print-reply \
     --dest=org.prewarmd.Prewarmd1 /org/prewarmd/Prewarmd1 org.prewarmd.Prewarmd1.Manager.Pause \
     "string:$id" >"$TEST_DIR/err" 2>&1 || true

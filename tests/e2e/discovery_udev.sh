@@ -6,7 +6,7 @@ require_devices
 require_udevd
 
 out=$TEST_DIR/events
-"$prewarmd" inspect --watch --json --grace 1500ms --match 'name:loop*' >"$out" 2>"$TEST_DIR/err" &
+"$prewarmd" inspect --watch --json --grace 1500ms --match "$(sim_rule)" >"$out" 2>"$TEST_DIR/err" &
 watcher=$!
 on_cleanup "kill -INT $watcher; wait $watcher"
 sleep 0.5

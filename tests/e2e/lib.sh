@@ -70,6 +70,11 @@ trap 'exit 130' INT
 sim_up() { "$simdisk" up --state "$SIM" "$@" >"$TEST_DIR/devices"; }
 sim_down() { "$simdisk" down --state "$SIM"; }
 dev_of() { awk -v n="$1" '$1 == n { print $2 }' "$TEST_DIR/devices"; }
+# A match rule for this test's simulated disks only, by their id (the backing
+# file's path), attached now or later: tests run side by side, and a daemon must
+# not warm another test's disks.
+sim_rule() { printf 'id:loop-%s_*' "$(realpath "$TEST_DIR" | tr -c 'A-Za-z0-9._\n-' '_')"; }
+sim_match() { printf '["%s"]\n' "$(sim_rule)"; }
 stat_of() { jq -r --arg d "$1" ".disks[\$d].$2" "$SIM/mnt/.stats"; }
 control() { printf '%s\n' "$*" >"$SIM/mnt/.control"; }
 

@@ -11,6 +11,9 @@ done
 
 MiB=$((1024 * 1024))
 verdict() { # DEV: the JSON report of that disk
+    # A udevd that other tests started probes the disk after each mkfs: while it
+    # has the disk open, the verdict is rightly "refused". Let it finish first.
+    if pgrep -x systemd-udevd >/dev/null; then udevadm settle --timeout 10 || true; fi
     "$prewarmd" inspect --json --match 'name:loop*' "$1" | jq '.[0]'
 }
 expect() { # WHAT DEV VERDICT [REASON TEXT]

@@ -88,12 +88,14 @@ TEST_CASE("identity follows the disk, not the kernel name") {
           std::string::npos);
 }
 
-TEST_CASE("match rules: name, id_path, serial, wwn, size") {
+TEST_CASE("match rules: name, id, id_path, serial, wwn, size") {
     const auto xvdc = load_udev_fixture("xen-xvdc-idpath.txt");
     const auto sdc = load_udev_fixture("sata-sdc.txt");
     CHECK(decide(xvdc, {"name:xvd[c-z]"}).matched);
     CHECK_FALSE(decide(xvdc, {"name:xvdb"}).matched);
     CHECK(decide(xvdc, {"id_path:xen-vbd-517*"}).matched);
+    CHECK(decide(xvdc, {"id:xen-51744-*"}).matched);
+    CHECK_FALSE(decide(xvdc, {"id:xen-51728-*"}).matched);
     CHECK(decide(sdc, {"serial:WDC_*"}).matched);
     CHECK(decide(sdc, {"wwn:0x50014ee2*"}).matched);
     CHECK_FALSE(decide(sdc, {"wwn:0x5000*"}).matched);
@@ -123,6 +125,7 @@ TEST_CASE("loop, RAM, dm, md and read-only disks need a rule that names them") {
     CHECK(decide(loop, {"xen", "size:1MiB-"}).reason ==
           "a loop device: considered only when a rule names it");
     CHECK(decide(loop, {"name:loop*"}).matched);
+    CHECK(decide(loop, {"id:loop-_var_tmp_simdisk_*"}).matched);
     auto md = loop;
     md.name = "md0";
     CHECK(decide(md, {"size:-"}).reason.find("software RAID") != std::string::npos);

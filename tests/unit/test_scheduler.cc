@@ -55,6 +55,7 @@ private:
 class FakeHost final : public JobHost {
 public:
     Classification look(const DiskInfo& disk) override {
+        ++looks[disk.name];
         Classification c;
         c.verdict = verdicts.count(disk.name) ? verdicts[disk.name] : Verdict::eligible;
         c.reasons.push_back(c.verdict == Verdict::eligible ? "blank" : "has ext4 filesystem");
@@ -71,6 +72,7 @@ public:
         return std::unique_ptr<RunningJob>(std::move(job));
     }
     std::map<std::string, Verdict> verdicts;
+    std::map<std::string, int> looks; // opens of the disk to classify it
     std::set<std::string> refuse_start;
     std::map<std::string, FakeJob*> jobs;
     std::map<std::string, JobSpec> specs;
@@ -151,6 +153,7 @@ TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with t
     h.scheduler->on_attached(loop);
     CHECK(h.state_of(loop) == JobState::skipped);
     CHECK(h.reason_of(loop).find("a loop device") != std::string::npos);
+    CHECK_MESSAGE(h.host.looks.count("loop3") == 0, "a disk not considered is not opened");
 
     const auto busy = xen_disk("xvdd", 51760);
     h.scheduler->on_attached(busy);
@@ -252,6 +255,11 @@ TEST_CASE("a disk holding data is warmed when asked; a refused one is not") {
     const auto r = h.scheduler->start(disk_identity(mounted), {});
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().err == -EBUSY);
+
+    // Judged when asked, not as at the attach: its user has gone since.
+    h.host.verdicts["xvdd"] = Verdict::eligible;
+    REQUIRE(h.scheduler->start(disk_identity(mounted), {}).ok());
+    CHECK(h.state_of(mounted) == JobState::queued); // behind xvdc: max_parallel is 1
 }
 
 TEST_CASE("the claim can still refuse: the job is skipped with the reason") {

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <poll.h>
+#include <thread>
 
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +35,10 @@ struct Daemon {
 // The daemon never meets the machine's own API port or socket, or its system bus.
 Daemon start_daemon(const TempDir& dir, const std::string& config, const std::string& notify) {
     std::ofstream(dir.file("prewarmd.toml"))
-        << config << "\n[api]\nlisten = []\nsocket = \"\"\n[dbus]\nenabled = false\n";
+        << config
+        << (config.find("[api]") == std::string::npos ? "\n[api]\nlisten = []\nsocket = \"\"\n"
+                                                      : "")
+        << "\n[dbus]\nenabled = false\n";
     const std::string bin = std::string(PREWARMD_BIN_DIR) + "/prewarmd";
     const auto config_path = dir.file("prewarmd.toml");
     const auto state = dir.file("state");

@@ -1,0 +1,604 @@
+// prewarmctl: the operator's view of prewarmd, through its HTTP API.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/args.hh"
+#include "base/units.hh"
+#include "client.hh"
+#include "view.hh"
+
+namespace prewarmd::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+// Exit codes, as --help documents them.
+constexpr int exit_ok = 0, exit_failed = 1, exit_usage = 2, exit_unreachable = 3,
+              exit_unauthorized = 4, exit_unknown_disk = 5, exit_refused = 6, exit_timeout = 7;
+
+constexpr OptionSpec options[] = {
+    {"socket", 0, "PATH", "the daemon's unix socket (default /run/prewarmd/api.sock)"},
+    {"url", 0, "URL", "its HTTP API instead, e.g. https://10.0.0.5:7433"},
+    {"token-file", 0, "FILE", "a file holding the bearer token (or PREWARMD_TOKEN)"},
+    {"cacert", 0, "FILE", "the CA certificate of an https URL"},
+    {"json", 0, "", "print the API's JSON instead of text"},
+    {"no-color", 0, "", "no colours (also when NO_COLOR is set or not on a terminal)"},
+    {"mode", 0, "MODE", "start: zero, rewrite or read"},
+    {"rate", 0, "RATE", "start: the disk's own rate, e.g. 50MiB/s"},
+    {"queue-depth", 0, "N", "start: writes in flight, 1 to 64"},
+    {"timeout", 0, "DURATION", "wait: give up after this long, e.g. 30min (exit 7)"},
+    {"interval", 0, "DURATION", "watch: how often to redraw (default 1s)"},
+    {"help", 'h', "", "this help"},
+    {"version", 0, "", "the version"},
+};
+
+std::string usage() {
+    return "usage: prewarmctl [OPTIONS] COMMAND [ARGS]\n"
+           "\n"
+           "Commands:\n"
+           "  status                      every disk: size, state, progress, rate, ETA\n"
+           "  show DISK                   one disk in detail\n"
+           "  start DISK [--mode M] [--rate R] [--queue-depth N]\n"
+           "  pause DISK | resume DISK | cancel DISK | release DISK\n"
+           "  watch [--interval D]        the status, live, until Ctrl-C\n"
+           "  wait DISK... [--timeout D]  until each is done: exit 0; a failed, cancelled\n"
+           "                              or skipped one: exit 1\n"
+           "  set rate RATE               the rate running jobs share (\"unlimited\": none)\n"
+           "  set max-parallel N          jobs at once\n"
+           "  set auto blank|never        warm blank disks by themselves, or only when asked\n"
+           "  settings                    the settings in force\n"
+           "  completion bash             a bash completion script\n"
+           "  complete-disks              disk names and ids, a line each (for completion)\n"
+           "\n"
+           "DISK is a disk id, a kernel name (xvdb) or a device (/dev/xvdb).\n"
+           "\n"
+           "Options:\n" +
+           options_help(options) +
+           "\n"
+           "Environment: PREWARMD_SOCKET, PREWARMD_URL, PREWARMD_TOKEN, NO_COLOR.\n"
+           "\n"
+           "Exit codes: 0 done; 1 failed (a job, or the daemon); 2 bad usage; 3 the daemon\n"
+           "cannot be reached; 4 not authorized (token); 5 no such disk; 6 refused or not\n"
+           "in that state; 7 timed out.\n";
+}
+
+volatile sig_atomic_t interrupted = 0;
+
+int fail(int code, const std::string& message) {
+    std::fprintf(stderr, "prewarmctl: %s\n", message.c_str());
+    return code;
+}
+
+// The exit code and line for a reply that is not a success.
+int refused(const Reply& reply) {
+    const std::string detail =
+        reply.body.is_object() && reply.body.contains("detail") && reply.body["detail"].is_string()
+            ? reply.body["detail"].get<std::string>()
+            : "HTTP " + std::to_string(reply.status);
+    switch (reply.status) {
+    case 401:
+    case 403:
+        return fail(exit_unauthorized,
+                    detail + " (give the token: --token-file FILE, or PREWARMD_TOKEN)");
+    case 404:
+        return fail(exit_unknown_disk, detail);
+    case 409:
+        return fail(exit_refused, detail);
+    case 400:
+    case 413:
+    case 415:
+        return fail(exit_usage, detail);
+    default:
+        return fail(exit_failed, detail);
+    }
+}
+
+struct Context {
+    Client& client;
+    const ParsedArgs& args;
+    Style style;
+    bool json_out = false;
+};
+
+void print_json(const json& value) {
+    std::printf("%s\n", value.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+}
+
+// GET that must succeed: the body, or the exit code in `code`.
+std::optional<json> fetch(Context& c, const std::string& path, int& code) {
+    auto reply = c.client.get(path);
+    if (!reply) {
+        code = fail(exit_unreachable, reply.error().message);
+        return std::nullopt;
+    }
+    if (reply->status != 200) {
+        code = refused(*reply);
+        return std::nullopt;
+    }
+    return reply->body;
+}
+
+// A disk by id, kernel name or device node: its id, or the exit code in `code`.
+std::optional<std::string> resolve(Context& c, const std::string& wanted, int& code) {
+    const auto list = fetch(c, "/v1/disks", code);
+    if (!list)
+        return std::nullopt;
+    std::vector<json> by_name;
+    for (const auto& d : (*list)["disks"]) {
+        if (d.value("id", "") == wanted)
+            return wanted;
+        if (d.value("name", "") == wanted || d.value("devnode", "") == wanted)
+            by_name.push_back(d);
+    }
+    // A name is reused: the attached disk is the one meant.
+    if (by_name.size() > 1) {
+        std::vector<json> attached;
+        for (const auto& d : by_name)
+            if (d.value("attached", false))
+                attached.push_back(d);
+        if (attached.size() == 1)
+            by_name = attached;
+    }
+    if (by_name.size() == 1)
+        return by_name[0]["id"].get<std::string>();
+    if (by_name.empty()) {
+        code = fail(exit_unknown_disk, "no disk '" + wanted + "' (prewarmctl status lists them)");
+        return std::nullopt;
+    }
+    std::string ids;
+    for (const auto& d : by_name)
+        ids += " " + d.value("id", "");
+    code = fail(exit_usage, "'" + wanted + "' names several disks; give an id:" + ids);
+    return std::nullopt;
+}
+
+int status(Context& c) {
+    int code = exit_ok;
+    const auto list = fetch(c, "/v1/disks", code);
+    if (!list)
+        return code;
+    if (c.json_out)
+        print_json(*list);
+    else
+        std::fputs(status_table((*list)["disks"], c.style).c_str(), stdout);
+    return exit_ok;
+}
+
+int show(Context& c, const std::string& disk) {
+    int code = exit_ok;
+    const auto id = resolve(c, disk, code);
+    if (!id)
+        return code;
+    const auto d = fetch(c, "/v1/disks/" + *id, code);
+    if (!d)
+        return code;
+    if (c.json_out)
+        print_json(*d);
+    else
+        std::fputs(disk_details(*d, c.style).c_str(), stdout);
+    return exit_ok;
+}
+
+int act(Context& c, const std::string& action, const std::string& disk) {
+    json body = json::object();
+    if (action == "start") {
+        if (const auto mode = c.args.value("mode"))
+            body["mode"] = *mode;
+        if (const auto rate = c.args.value("rate")) {
+            const auto bytes = parse_rate(*rate);
+            if (!bytes || *bytes == 0)
+                return fail(exit_usage, "--rate " + *rate + ": expected a rate such as 50MiB/s");
+            body["rate_bytes_per_s"] = *bytes;
+        }
+        if (const auto depth = c.args.value("queue-depth")) {
+            const auto n = parse_count(*depth, 1, 64);
+            if (!n)
+                return fail(exit_usage, "--queue-depth " + *depth + ": " + n.error().message);
+            body["queue_depth"] = *n;
+        }
+    }
+    int code = exit_ok;
+    const auto id = resolve(c, disk, code);
+    if (!id)
+        return code;
+    auto reply = c.client.post("/v1/disks/" + *id + "/" + action, body);
+    if (!reply)
+        return fail(exit_unreachable, reply.error().message);
+    if (reply->status != 200 && reply->status != 202)
+        return refused(*reply);
+    // A job stops after its writes in flight: show where it ended up.
+    const auto stopping = [&action](const Result<Reply>& r) {
+        const auto state = r->body.value("state", "");
+        return (action == "cancel" || action == "release") && r->status == 200 &&
+               (state == "running" || state == "paused");
+    };
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (stopping(reply) && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        reply = c.client.get("/v1/disks/" + *id);
+        if (!reply)
+            return fail(exit_unreachable, reply.error().message);
+    }
+    if (c.json_out)
+        print_json(reply->body);
+    else
+        std::printf("%s: %s\n", reply->body.value("name", disk).c_str(),
+                    reply->body.value("state", "?").c_str());
+    return exit_ok;
+}
+
+int settings(Context& c, const std::optional<json>& patch) {
+    int code = exit_ok;
+    std::optional<json> s;
+    if (patch) {
+        auto reply = c.client.patch("/v1/settings", *patch);
+        if (!reply)
+            return fail(exit_unreachable, reply.error().message);
+        if (reply->status != 200)
+            return refused(*reply);
+        s = reply->body;
+    } else {
+        s = fetch(c, "/v1/settings", code);
+        if (!s)
+            return code;
+    }
+    if (c.json_out) {
+        print_json(*s);
+        return exit_ok;
+    }
+    const auto rate = s->value("total_rate_bytes_per_s", uint64_t{0});
+    std::printf("total rate:    %s\nmax parallel:  %u\nauto prefill:  %s\n",
+                rate ? format_rate(static_cast<double>(rate)).c_str() : "unlimited",
+                s->value("max_parallel", 0u), s->value("auto_prefill", "?").c_str());
+    return exit_ok;
+}
+
+int set(Context& c, const std::vector<std::string>& words) {
+    if (words.size() != 3)
+        return fail(exit_usage, "set takes a setting and a value: set rate 100MiB/s");
+    const auto& what = words[1];
+    const auto& value = words[2];
+    json patch;
+    if (what == "rate") {
+        if (value == "unlimited") {
+            patch["total_rate_bytes_per_s"] = 0;
+        } else {
+            const auto bytes = parse_rate(value);
+            if (!bytes)
+                return fail(exit_usage, "set rate " + value + ": " + bytes.error().message);
+            patch["total_rate_bytes_per_s"] = *bytes;
+        }
+    } else if (what == "max-parallel") {
+        const auto n = parse_count(value, 1, 64);
+        if (!n)
+            return fail(exit_usage, "set max-parallel " + value + ": " + n.error().message);
+        patch["max_parallel"] = *n;
+    } else if (what == "auto") {
+        if (value != "blank" && value != "never")
+            return fail(exit_usage, "set auto: blank or never, not " + value);
+        patch["auto_prefill"] = value;
+    } else {
+        return fail(exit_usage, "set: rate, max-parallel or auto, not " + what);
+    }
+    return settings(c, patch);
+}
+
+std::chrono::milliseconds duration_option(const ParsedArgs& args, const char* name,
+                                          std::chrono::milliseconds fallback, bool& bad) {
+    const auto text = args.value(name);
+    if (!text)
+        return fallback;
+    const auto d = parse_duration(*text);
+    if (!d || d->count() <= 0) {
+        bad = true;
+        fail(exit_usage,
+             "--" + std::string(name) + " " + *text + ": expected a duration such as 30s");
+        return fallback;
+    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+}
+
+void on_interrupt(int) {
+    interrupted = 1;
+}
+
+void catch_interrupts() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+}
+
+// Sleeps up to `d`, less when interrupted.
+void pause_for(std::chrono::milliseconds d) {
+    const auto end = std::chrono::steady_clock::now() + d;
+    while (!interrupted && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+// On a terminal the table is redrawn in place (cursor up, each line cleared as it is
+// overwritten, no screen clear: no flicker); elsewhere a table per interval.
+int watch(Context& c) {
+    bool bad = false;
+    const auto interval = duration_option(c.args, "interval", std::chrono::seconds(1), bad);
+    if (bad)
+        return exit_usage;
+    catch_interrupts();
+    const bool tty = ::isatty(STDOUT_FILENO) && !c.json_out;
+    int drawn = 0;
+    if (tty)
+        std::fputs("\033[?25l", stdout); // hide the cursor
+    int code = exit_ok;
+    while (!interrupted) {
+        const auto list = fetch(c, "/v1/disks", code);
+        if (!list)
+            break;
+        if (c.json_out) {
+            std::printf("%s\n", list->dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+        } else {
+            auto table = status_table((*list)["disks"], c.style);
+            if (tty) {
+                if (drawn)
+                    std::printf("\033[%dA", drawn);
+                std::string out;
+                std::istringstream lines(table);
+                for (std::string line; std::getline(lines, line);)
+                    out += "\033[2K" + line + "\n";
+                std::fputs((out + "\033[J").c_str(), stdout);
+                drawn = static_cast<int>(std::count(table.begin(), table.end(), '\n'));
+            } else {
+                std::fputs((table + "\n").c_str(), stdout);
+            }
+        }
+        std::fflush(stdout);
+        pause_for(interval);
+    }
+    if (tty)
+        std::fputs("\033[?25h", stdout);
+    std::fflush(stdout);
+    return code;
+}
+
+int wait_for(Context& c, const std::vector<std::string>& disks) {
+    if (disks.empty())
+        return fail(exit_usage, "wait: which disks? (wait DISK...)");
+    bool bad = false;
+    const auto timeout = duration_option(c.args, "timeout", std::chrono::milliseconds::zero(), bad);
+    if (bad)
+        return exit_usage;
+    catch_interrupts();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<std::string> ids;
+    bool told_unreachable = false;
+    for (;;) {
+        if (ids.empty()) {
+            // Resolved once the daemon answers: at boot it may not be up yet.
+            int code = exit_ok;
+            auto probe = c.client.get("/v1/disks");
+            if (probe) {
+                for (const auto& d : disks) {
+                    const auto id = resolve(c, d, code);
+                    if (!id)
+                        return code;
+                    ids.push_back(*id);
+                }
+            } else if (!told_unreachable) {
+                std::fprintf(stderr, "prewarmctl: %s; waiting for it\n",
+                             probe.error().message.c_str());
+                told_unreachable = true;
+            }
+        }
+        if (!ids.empty()) {
+            json states = json::array();
+            bool all_done = true;
+            for (const auto& id : ids) {
+                auto reply = c.client.get("/v1/disks/" + id);
+                if (!reply) {
+                    all_done = false;
+                    break;
+                }
+                if (reply->status != 200)
+                    return refused(*reply);
+                const auto state = reply->body.value("state", "");
+                states.push_back(reply->body);
+                if (state == "failed" || state == "cancelled" || state == "skipped" ||
+                    state == "interrupted") {
+                    if (c.json_out)
+                        print_json(reply->body);
+                    const auto reason = reply->body.value("reason", "");
+                    return fail(exit_failed, reply->body.value("name", id) + " " + state +
+                                                 (reason.empty() ? "" : ": " + reason));
+                }
+                all_done &= state == "done";
+            }
+            if (all_done && states.size() == ids.size()) {
+                if (c.json_out)
+                    print_json(states);
+                else
+                    for (const auto& d : states)
+                        std::printf("%s: done\n", d.value("name", "?").c_str());
+                return exit_ok;
+            }
+        }
+        if (interrupted)
+            return fail(exit_failed, "interrupted");
+        if (timeout.count() && std::chrono::steady_clock::now() >= deadline)
+            return fail(exit_timeout, "timed out after " + *c.args.value("timeout"));
+        pause_for(std::chrono::seconds(1));
+    }
+}
+
+// The script, kept as written (clang-format would reflow it).
+// clang-format off
+std::string bash_completion() {
+    return R"BASH(# bash completion for prewarmctl
+_prewarmctl() {
+    local cur prev words cword
+    _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
+    local commands="status show start pause resume cancel release watch wait set settings completion"
+    case $prev in
+    --socket|--token-file|--cacert) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --mode) COMPREPLY=($(compgen -W "zero rewrite read" -- "$cur")); return ;;
+    set) COMPREPLY=($(compgen -W "rate max-parallel auto" -- "$cur")); return ;;
+    auto) COMPREPLY=($(compgen -W "blank never" -- "$cur")); return ;;
+    completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "--socket --url --token-file --cacert --json --no-color --mode --rate --queue-depth --timeout --interval --help --version" -- "$cur"))
+        return
+    fi
+    # The command is the first word that is not an option or an option's value; the
+    # way to the daemon given on the line is the one to ask for disk names.
+    local command="" i
+    local -a daemon=()
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in
+        --socket|--url|--token-file|--cacert) daemon+=("${COMP_WORDS[i]}" "${COMP_WORDS[i+1]}"); ((i++)) ;;
+        --mode|--rate|--queue-depth|--timeout|--interval) ((i++)) ;;
+        -*) ;;
+        *) [[ -z $command ]] && command=${COMP_WORDS[i]} ;;
+        esac
+    done
+    case $command in
+    "") COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
+    show|start|pause|resume|cancel|release|wait)
+        COMPREPLY=($(compgen -W "$(prewarmctl "${daemon[@]}" complete-disks 2>/dev/null)" -- "$cur")) ;;
+    esac
+}
+complete -F _prewarmctl prewarmctl
+)BASH";
+}
+// clang-format on
+
+int complete_disks(Context& c) {
+    int code = exit_ok;
+    const auto list = fetch(c, "/v1/disks", code);
+    if (!list)
+        return code;
+    for (const auto& d : (*list)["disks"]) {
+        if (d.value("attached", false))
+            std::printf("%s\n", d.value("name", "").c_str());
+        std::printf("%s\n", d.value("id", "").c_str());
+    }
+    return exit_ok;
+}
+
+std::string token_from(const ParsedArgs& args, int& code) {
+    if (const auto file = args.value("token-file")) {
+        std::ifstream in(*file);
+        if (!in) {
+            code = fail(exit_usage, "--token-file " + *file + ": " + std::strerror(errno));
+            return {};
+        }
+        std::string token;
+        std::getline(in, token);
+        while (!token.empty() && (token.back() == '\r' || token.back() == ' '))
+            token.pop_back();
+        return token;
+    }
+    const char* env = std::getenv("PREWARMD_TOKEN");
+    return env ? env : "";
+}
+
+int run(int argc, char** argv) {
+    const std::vector<std::string> raw(argv + 1, argv + argc);
+    auto parsed = parse_args(raw, options);
+    if (!parsed)
+        return fail(exit_usage, parsed.error().message + " (prewarmctl --help)");
+    const auto& args = *parsed;
+    if (args.has("help")) {
+        std::fputs(usage().c_str(), stdout);
+        return exit_ok;
+    }
+    if (args.has("version")) {
+        std::printf("prewarmctl %s\n", PREWARMD_VERSION);
+        return exit_ok;
+    }
+    const auto& words = args.positional;
+    if (words.empty())
+        return fail(exit_usage, "which command? (prewarmctl --help)");
+    const auto& command = words[0];
+    // Options of one command only: elsewhere they would be silently ignored.
+    for (const auto& [option, owner] : {std::pair{"mode", "start"},
+                                        {"rate", "start"},
+                                        {"queue-depth", "start"},
+                                        {"timeout", "wait"},
+                                        {"interval", "watch"}})
+        if (args.has(option) && command != owner)
+            return fail(exit_usage, "--" + std::string(option) + " is for " + owner + " only");
+    if (command == "completion") {
+        if (words.size() != 2 || words[1] != "bash")
+            return fail(exit_usage, "completion bash");
+        std::fputs(bash_completion().c_str(), stdout);
+        return exit_ok;
+    }
+
+    int code = exit_ok;
+    Target target;
+    if (const char* env = std::getenv("PREWARMD_SOCKET"))
+        target.socket = env;
+    if (const char* env = std::getenv("PREWARMD_URL"))
+        target.url = env;
+    if (const auto s = args.value("socket")) {
+        target.socket = *s;
+        target.url.clear();
+    }
+    if (const auto u = args.value("url"))
+        target.url = *u;
+    if (const auto ca = args.value("cacert"))
+        target.ca_file = *ca;
+    target.token = token_from(args, code);
+    if (code != exit_ok)
+        return code;
+    Client client(target);
+    Context c{client, args, {}, args.has("json")};
+    c.style.color = ::isatty(STDOUT_FILENO) && !args.has("no-color") && !std::getenv("NO_COLOR");
+
+    const auto one_disk = [&]() -> std::optional<std::string> {
+        if (words.size() != 2) {
+            code = fail(exit_usage, command + " takes one DISK");
+            return std::nullopt;
+        }
+        return words[1];
+    };
+    if (command == "status")
+        return words.size() == 1 ? status(c) : fail(exit_usage, "status takes no arguments");
+    if (command == "settings")
+        return words.size() == 1 ? settings(c, std::nullopt)
+                                 : fail(exit_usage, "settings takes no arguments");
+    if (command == "show") {
+        const auto disk = one_disk();
+        return disk ? show(c, *disk) : code;
+    }
+    if (command == "start" || command == "pause" || command == "resume" || command == "cancel" ||
+        command == "release") {
+        const auto disk = one_disk();
+        return disk ? act(c, command, *disk) : code;
+    }
+    if (command == "watch")
+        return words.size() == 1 ? watch(c) : fail(exit_usage, "watch takes no arguments");
+    if (command == "wait")
+        return wait_for(c, {words.begin() + 1, words.end()});
+    if (command == "set")
+        return set(c, words);
+    if (command == "complete-disks")
+        return complete_disks(c);
+    return fail(exit_usage, "unknown command '" + command + "' (prewarmctl --help)");
+}
+
+} // namespace
+} // namespace prewarmd::ctl
+
+int main(int argc, char** argv) {
+    return prewarmd::ctl::run(argc, argv);
+}

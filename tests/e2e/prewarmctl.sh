@@ -1,0 +1,106 @@
+# prewarmctl against a running daemon warming simulated disks: status, show, start
+# (by kernel name, with options), wait (done, failed, timed out), settings, the token,
+# colours only on a terminal and never with NO_COLOR, watch redrawn in place and
+# left cleanly on Ctrl-C, and every failure path with its documented exit code.
+source "$(dirname "$0")/lib.sh"
+require_devices
+command -v script >/dev/null || cannot_run "no script (package bsdutils)"
+ctl=$PREWARMD_BIN/prewarmctl
+MiB=$((1024 * 1024))
+
+sim_up --disk a=256MiB --disk bad=64MiB --disk slow=512MiB
+control "fail write bad range=$((32 * MiB))+4KiB"
+a=$(basename "$(dev_of a)")
+token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$token" >"$TEST_DIR/token"
+chmod 600 "$TEST_DIR/token"
+api_config
+start_daemon "[discovery]
+match = $(sim_match)
+[prefill]
+auto_prefill = \"never\"
+max_parallel = 3
+total_rate = \"unlimited\"
+$API_CONFIG
+token_file = \"$TEST_DIR/token\""
+wait_for_api
+pc() { "$ctl" --socket "$API_SOCKET" "$@"; }
+expect_exit() { # CODE WHAT COMMAND...: runs it, checks the exit code, keeps stderr
+    local code=$1 what=$2
+    shift 2
+    run_status "$@" >"$TEST_DIR/out" 2>"$TEST_DIR/err"
+    check_eq "$status" "$code" "$what: exit code"
+}
+
+expect_exit 0 "status" pc status
+grep -q "^$a .*discovered" "$TEST_DIR/out" || fail "status: no $a: $(cat "$TEST_DIR/out")"
+check_ge "$(pc --json status | jq '.disks | length')" 3 "disks in status --json"
+
+expect_exit 4 "start without the token" pc start "$a"
+grep -q "give the token" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
+expect_exit 0 "start by kernel name, token from PREWARMD_TOKEN" env PREWARMD_TOKEN="$token" \
+    "$ctl" --socket "$API_SOCKET" start "$a" --queue-depth 4
+check_eq "$(cat "$TEST_DIR/out")" "$a: running" "what start prints"
+tok() { pc --token-file "$TEST_DIR/token" "$@"; }
+expect_exit 0 "start the disk that fails" tok start "$(dev_of bad)"
+
+expect_exit 0 "wait for a disk to be done" pc wait "$a" --timeout 60s
+check_eq "$(cat "$TEST_DIR/out")" "$a: done" "what wait prints"
+expect_exit 1 "wait for a failing disk" pc wait "$(dev_of bad)" --timeout 60s
+grep -q "failed: write at offset $((32 * MiB)) failed" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
+pass "wait names the failure: $(cat "$TEST_DIR/err")"
+expect_exit 0 "start a slow disk" tok start "$(dev_of slow)" --rate 4MiB/s
+expect_exit 7 "wait past its timeout" pc wait "$(dev_of slow)" --timeout 2s
+grep -q "timed out after 2s" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
+
+expect_exit 0 "show" pc show "$a"
+grep -q "^  state:     done" "$TEST_DIR/out" || fail "show: $(cat "$TEST_DIR/out")"
+expect_exit 0 "show --json" pc --json show "$a"
+check_eq "$(jq -r .state "$TEST_DIR/out")" done "show --json: state"
+expect_exit 5 "show an unknown disk" pc show no-such-disk
+expect_exit 6 "resume a done disk" tok resume "$a"
+expect_exit 0 "pause" tok pause "$(dev_of slow)"
+check_eq "$(cat "$TEST_DIR/out")" "$(basename "$(dev_of slow)"): paused" "what pause prints"
+expect_exit 0 "cancel" tok cancel "$(dev_of slow)"
+check_eq "$(cat "$TEST_DIR/out")" "$(basename "$(dev_of slow)"): cancelled" "what cancel prints"
+
+expect_exit 0 "set rate" tok set rate 100MiB/s
+grep -q "^total rate: *100.0 MiB/s" "$TEST_DIR/out" || fail "$(cat "$TEST_DIR/out")"
+check_eq "$(pc --json settings | jq .total_rate_bytes_per_s)" $((100 * MiB)) "total rate after set"
+expect_exit 2 "set max-parallel 0" tok set max-parallel 0
+expect_exit 2 "set rate beyond what the daemon takes" tok set rate 2PiB/s
+expect_exit 2 "an option of another command" pc status --timeout 3s
+expect_exit 2 "an unknown command" pc frobnicate
+expect_exit 3 "a daemon that is not running" "$ctl" --socket "$TEST_DIR/none.sock" status
+grep -q "cannot connect to prewarmd at unix:$TEST_DIR/none.sock: is it running?" "$TEST_DIR/err" ||
+    fail "$(cat "$TEST_DIR/err")"
+
+# Colours: on a terminal (script gives one), not with NO_COLOR, not into a pipe.
+on_tty() { script -qec "$*" /dev/null; }
+on_tty "env -u NO_COLOR $ctl --socket $API_SOCKET status" >"$TEST_DIR/tty"
+grep -q $'\033\\[32mdone' "$TEST_DIR/tty" || fail "no colour on a terminal: $(cat -v "$TEST_DIR/tty")"
+on_tty "env NO_COLOR=1 $ctl --socket $API_SOCKET status" >"$TEST_DIR/tty"
+if grep -q $'\033' "$TEST_DIR/tty"; then fail "colours despite NO_COLOR: $(cat -v "$TEST_DIR/tty")"; fi
+if pc status | grep -q $'\033'; then fail "colours into a pipe"; fi
+pass "colours on a terminal only, never with NO_COLOR"
+
+# watch: redrawn in place (cursor up, lines cleared), the cursor back after Ctrl-C.
+on_tty "timeout --preserve-status -s INT 2.5 $ctl --socket $API_SOCKET watch --interval 500ms" \
+    >"$TEST_DIR/watch" || fail "watch did not exit 0 on Ctrl-C"
+lines=$(grep -c . <(pc status))
+grep -q $'\033\\['"$lines"'A' "$TEST_DIR/watch" || fail "watch did not redraw in place: $(cat -v "$TEST_DIR/watch" | head)"
+check_eq "$(tail -c 12 "$TEST_DIR/watch" | grep -c $'\033\\[?25h')" 1 "the cursor shown again at the end"
+if grep -q $'\033\\[2J' "$TEST_DIR/watch"; then fail "watch clears the screen (flicker)"; fi
+pass "watch redraws without clearing the screen and exits cleanly on Ctrl-C"
+
+pc completion bash >"$TEST_DIR/completion"
+bash -n "$TEST_DIR/completion" || fail "the completion script is not valid bash"
+check_eq "$(pc complete-disks | grep -cx "$a")" 1 "$a among the completions"
+complete_words() { # WORDS...: what the completion offers for the last word
+    # shellcheck disable=SC1091
+    (source "$TEST_DIR/completion" && PATH=$PREWARMD_BIN:$PATH && COMP_WORDS=("$@") &&
+        COMP_CWORD=$(($# - 1)) && _prewarmctl && echo "${COMPREPLY[*]}")
+}
+check_eq "$(complete_words prewarmctl st)" "status start" "completion of a command"
+check_eq "$(complete_words prewarmctl set auto "")" "blank never" "completion of a setting's value"
+check_eq "$(complete_words prewarmctl --socket "$API_SOCKET" show "$a")" "$a" "completion of a disk name"
