@@ -91,7 +91,7 @@ std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point no
 void AttachGrace::check_openers(Watched& w) {
     for (const auto& opener : find_openers({w.devnum}))
         if (!is_udev_worker(opener)) {
-            w.in_use = "opened by " + opener.comm + " (pid " + std::to_string(opener.pid) + ")";
+            w.in_use = "opened by " + opener.text();
             return;
         }
 }

@@ -120,8 +120,7 @@ Classification classify(const DiskInfo& disk, int fd, const SystemView& system) 
             why.push_back(label(name) + "held by " + holder);
     for (const auto& opener : find_openers(devices))
         if (!is_udev_worker(opener))
-            why.push_back("open in another process: " + opener.comm + " (pid " +
-                          std::to_string(opener.pid) + ")");
+            why.push_back("open in another process: " + opener.text());
     const bool in_use = !why.empty();
 
     {

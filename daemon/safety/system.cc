@@ -1,10 +1,12 @@
 #include "safety/system.hh"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -169,20 +171,33 @@ std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
         if (pid == self)
             continue;
         const std::string fd_dir = "/proc/" + pid_text + "/fd";
+        DIR* fds = ::opendir(fd_dir.c_str());
+        if (!fds) {
+            // Gone meanwhile (ENOENT) is nothing; not allowed to look is not "not open".
+            if (errno == EACCES || errno == EPERM)
+                openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm"), true});
+            continue;
+        }
         bool holds = false;
-        for (const auto& fd : list_dir(fd_dir)) {
+        while (const dirent* fd = ::readdir(fds)) {
             struct stat st {};
-            if (::stat((fd_dir + "/" + fd).c_str(), &st) == 0 && S_ISBLK(st.st_mode) &&
-                devices.count(st.st_rdev)) {
+            if (fd->d_name[0] != '.' && ::fstatat(::dirfd(fds), fd->d_name, &st, 0) == 0 &&
+                S_ISBLK(st.st_mode) && devices.count(st.st_rdev)) {
                 holds = true;
                 break;
             }
         }
+        ::closedir(fds);
         if (holds)
-            openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm")});
+            openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm"), false});
     }
     ::closedir(proc);
     return openers;
+}
+
+std::string Opener::text() const {
+    return comm + " (pid " + std::to_string(pid) + ")" +
+           (unseen ? ": its open files cannot be read" : "");
 }
 
 bool is_udev_worker(const Opener& opener) {

@@ -53,8 +53,14 @@ ProtectedDisks find_protected_disks(const std::vector<MountEntry>& mounts,
 struct Opener {
     pid_t pid = 0;
     std::string comm;
+    // Its open files could not be read (no CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH):
+    // it may hold the disk, and for safety counts as if it did.
+    bool unseen = false;
+
+    std::string text() const; // "mkfs.ext4 (pid 812)", "... (pid 9): its open files unreadable"
 };
-// Processes other than this one holding any of `devices` open (from /proc/*/fd).
+// Processes other than this one holding any of `devices` open (from /proc/*/fd),
+// and those whose open files cannot be read.
 std::vector<Opener> find_openers(const std::set<dev_t>& devices);
 // udev's own workers, which open a disk to probe it.
 bool is_udev_worker(const Opener& opener);

@@ -5,21 +5,21 @@
 # by another process: refused.
 source "$(dirname "$0")/lib.sh"
 require_devices
-for tool in mkfs.ext4 mkfs.xfs mkfs.vfat mkswap sfdisk partx cryptsetup pvcreate; do
+for tool in mkfs.ext4 mkfs.xfs mkfs.vfat mkswap sfdisk partx cryptsetup pvcreate setpriv; do
     command -v "$tool" >/dev/null || cannot_run "no $tool"
 done
 
 MiB=$((1024 * 1024))
 verdict() { # DEV: the JSON report of that disk
-    # A udevd that other tests started probes the disk after each mkfs: while it
-    # has the disk open, the verdict is rightly "refused". Let it finish first.
+    # A udevd that other tests started handles the events of each mkfs, and its
+    # helpers may have the disk open meanwhile: let it finish first.
     if pgrep -x systemd-udevd >/dev/null; then udevadm settle --timeout 10 || true; fi
     "$prewarmd" inspect --json --match 'name:loop*' "$1" | jq '.[0]'
 }
 expect() { # WHAT DEV VERDICT [REASON TEXT]
     local what=$1 dev=$2 want=$3 text=${4:-} report
     report=$(verdict "$dev")
-    check_eq "$(jq -r .verdict <<<"$report")" "$want" "$what: verdict"
+    check_eq "$(jq -r .verdict <<<"$report")" "$want" "$what: verdict ($(jq -c .reasons <<<"$report"))"
     if [[ -n $text ]]; then
         jq -e --arg t "$text" '[.reasons[] | select(contains($t))] | length > 0' <<<"$report" \
             >/dev/null || fail "$what: no reason mentions '$text': $(jq -c .reasons <<<"$report")"
@@ -120,6 +120,24 @@ holder=$!
 on_cleanup "kill $holder"
 sleep 0.2
 expect "a disk held open" "$dev" refused "open in another process: sleep (pid $holder)"
+
+# Held by another user's process: seen with the unit's capabilities; without them
+# the process's open files cannot be read, and that is no proof the disk is free.
+loop_file held-by-nobody 64MiB
+dev=$LOOP
+setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 <"$dev" &
+holder=$!
+on_cleanup "kill $holder"
+sleep 0.2
+report=$(setpriv --bounding-set=-all,+sys_ptrace,+dac_read_search "$prewarmd" inspect --json --match 'name:loop*' "$dev" | jq '.[0]')
+check_eq "$(jq -r .verdict <<<"$report")" refused "held by nobody, with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: verdict"
+jq -e --arg t "open in another process: sleep (pid $holder)" '.reasons | index($t)' <<<"$report" >/dev/null ||
+    fail "held by nobody: $(jq -c .reasons <<<"$report")"
+report=$(setpriv --bounding-set=-all "$prewarmd" inspect --json --match 'name:loop*' "$dev" | jq '.[0]')
+check_eq "$(jq -r .verdict <<<"$report")" refused "held by nobody, seen with no capabilities: verdict"
+jq -e '[.reasons[] | select(test("its open files cannot be read"))] | length > 0' <<<"$report" >/dev/null ||
+    fail "with no capabilities: $(jq -c .reasons <<<"$report")"
+pass "a process whose open files cannot be read counts as holding the disk"
 
 loop_file swapping 64MiB
 dev=$LOOP
