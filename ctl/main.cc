@@ -69,10 +69,10 @@ std::string usage() {
            "\n"
            "Exit codes: 0 done; 1 failed (a job, or the daemon); 2 bad usage; 3 the daemon\n"
            "cannot be reached; 4 not authorized (token); 5 no such disk; 6 refused or not\n"
-           "in that state; 7 timed out.\n";
+           "in that state; 7 timed out. Interrupted, wait dies of the signal (130 on Ctrl-C).\n";
 }
 
-volatile sig_atomic_t interrupted = 0;
+volatile sig_atomic_t interrupted = 0; // the signal that came, SIGINT or SIGTERM
 
 int fail(int code, const std::string& message) {
     std::fprintf(stderr, "prewarmctl: %s\n", message.c_str());
@@ -308,8 +308,8 @@ std::chrono::milliseconds duration_option(const ParsedArgs& args, const char* na
     return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
 }
 
-void on_interrupt(int) {
-    interrupted = 1;
+void on_interrupt(int signal) {
+    interrupted = signal;
 }
 
 void catch_interrupts() {
@@ -403,7 +403,8 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
             bool all_done = true;
             for (const auto& id : ids) {
                 auto reply = c.client.get("/v1/disks/" + id);
-                if (!reply) {
+                // Not reachable, or busy (503: starting, stopping): asked again.
+                if (!reply || reply->status == 503) {
                     all_done = false;
                     break;
                 }
@@ -430,8 +431,14 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
                 return exit_ok;
             }
         }
-        if (interrupted)
-            return fail(exit_failed, "interrupted");
+        if (interrupted) {
+            // Dies of the signal, as the shell that runs it expects of Ctrl-C: a
+            // script waiting on prewarmctl stops too, and does not take it for a failure.
+            std::fprintf(stderr, "prewarmctl: interrupted\n");
+            ::signal(interrupted, SIG_DFL);
+            ::raise(interrupted);
+            return exit_failed;
+        }
         if (timeout.count() && std::chrono::steady_clock::now() >= deadline)
             return fail(exit_timeout, "timed out after " + *c.args.value("timeout"));
         pause_for(std::chrono::seconds(1));

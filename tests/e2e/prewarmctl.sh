@@ -52,6 +52,13 @@ pass "wait names the failure: $(cat "$TEST_DIR/err")"
 expect_exit 0 "start a slow disk" tok start "$(dev_of slow)" --rate 4MiB/s
 expect_exit 7 "wait past its timeout" pc wait "$(dev_of slow)" --timeout 2s
 grep -q "timed out after 2s" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
+# Ctrl-C: wait dies of SIGINT, so that the script running it stops as well.
+"$ctl" --socket "$API_SOCKET" wait "$(dev_of slow)" 2>"$TEST_DIR/err" &
+waiter=$!
+sleep 0.5
+kill -INT "$waiter"
+run_status wait "$waiter"
+check_eq "$status" 130 "wait's status after SIGINT (128 + 2)"
 
 expect_exit 0 "show" pc show "$a"
 grep -q "^  state:     done" "$TEST_DIR/out" || fail "show: $(cat "$TEST_DIR/out")"
