@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -465,6 +466,39 @@ std::string example_config() {
     out += "\n[rates]\n\n"
            "# A disk's own rate, outside the shared total_rate: \"RULE\" = \"RATE\".\n"
            "#\"name:xvdb\" = \"50MiB/s\"\n";
+    return out;
+}
+
+namespace {
+
+// Text as roff: a backslash as \e, a dot or quote that starts a line behind \&.
+std::string roff(std::string_view text) {
+    std::string out;
+    bool line_start = true;
+    for (const char c : text) {
+        if (line_start && (c == '.' || c == '\''))
+            out += "\\&";
+        out += c == '\\' ? std::string("\\e") : std::string(1, c);
+        line_start = c == '\n';
+    }
+    return out;
+}
+
+} // namespace
+
+std::string config_reference_roff() {
+    std::string out;
+    std::string_view section;
+    for (const auto& o : options()) {
+        if (o.section != section) {
+            section = o.section;
+            out += ".SS [" + std::string(section) + "]\n";
+        }
+        out += ".TP\n\\fB" + std::string(o.key) + "\\fR = " + roff(o.default_toml) + "\n";
+        std::string help(o.help);
+        std::replace(help.begin(), help.end(), '\n', ' ');
+        out += roff(help) + (o.reloadable ? "" : " Needs a restart.") + "\n";
+    }
     return out;
 }
 

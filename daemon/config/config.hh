@@ -74,6 +74,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source_nam
 // config.example.toml: every key, commented out at its default, with its help.
 std::string example_config();
 
+// The same table as roff, for prewarmd.toml(5): a .SS per section, a .TP per key.
+std::string config_reference_roff();
+
 // What a reload from `before` to `after` applies at once, and what waits for a
 // restart (and is kept as it was meanwhile).
 struct ReloadPlan {

@@ -37,7 +37,8 @@ ensure_packages() {
 build() {
     local preset=${1:-release} log
     log=$(mktemp)
-    if ! { cmake --preset "$preset" -S "$root" && cmake --build --preset "$preset"; } \
+    # Presets are found from the working directory: the source tree's.
+    if ! (cd "$root" && cmake --preset "$preset" && cmake --build --preset "$preset") \
         >"$log" 2>&1; then
         cat "$log" >&2
         rm -f "$log"

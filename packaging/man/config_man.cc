@@ -1,0 +1,42 @@
+// Writes prewarmd.toml(5) from its template: the line "@OPTIONS@" becomes the
+// option table's reference (config_reference_roff), so the page cannot drift from
+// the settings the daemon takes. Usage: config_man TEMPLATE OUTPUT
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "config/config.hh"
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: config_man TEMPLATE OUTPUT\n");
+        return 2;
+    }
+    std::ifstream in(argv[1]);
+    if (!in) {
+        std::fprintf(stderr, "config_man: cannot read %s\n", argv[1]);
+        return 1;
+    }
+    std::ostringstream page;
+    bool placed = false;
+    for (std::string line; std::getline(in, line);) {
+        if (line == "@OPTIONS@") {
+            page << prewarmd::config_reference_roff();
+            placed = true;
+        } else {
+            page << line << '\n';
+        }
+    }
+    if (!placed) {
+        std::fprintf(stderr, "config_man: no @OPTIONS@ line in %s\n", argv[1]);
+        return 1;
+    }
+    std::ofstream out(argv[2]);
+    out << page.str();
+    if (!out.flush()) {
+        std::fprintf(stderr, "config_man: cannot write %s\n", argv[2]);
+        return 1;
+    }
+    return 0;
+}
