@@ -6,6 +6,7 @@
 #include "cli/config_command.hh"
 #include "cli/inspect_command.hh"
 #include "cli/prefill_command.hh"
+#include "cli/probe_command.hh"
 #include "cli/run_command.hh"
 
 namespace {
@@ -16,6 +17,7 @@ constexpr const char* usage =
     "  run            the service, the default (see prewarmd run --help)\n"
     "  prefill PATH   warm one disk in the foreground (see prewarmd prefill --help)\n"
     "  inspect [DEV]  what the daemon would make of each disk (prewarmd inspect --help)\n"
+    "  probe DEV      what a first write costs there, and the backend's block size\n"
     "  config         check a configuration file, or print the example\n\n"
     "Options:\n"
     "  -h, --help     this text\n"
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
         return prewarmd::config_command(rest);
     if (command == "inspect")
         return prewarmd::inspect_command(rest);
+    if (command == "probe")
+        return prewarmd::probe_command(rest);
     std::fprintf(stderr, "prewarmd: unknown command '%s' (see prewarmd --help)\n", command.c_str());
     return prewarmd::exit_usage;
 }

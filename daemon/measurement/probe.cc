@@ -1,0 +1,212 @@
+#include "measurement/probe.hh"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+
+namespace prewarmd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t calibration_bytes = max_granularity; // one region: 4 MiB from a stride's start
+
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<unsigned char, FreeDeleter>;
+
+Result<AlignedBuffer> aligned_buffer(size_t bytes) {
+    void* p = nullptr;
+    if (const int e = ::posix_memalign(&p, 4096, bytes); e != 0)
+        return Error{-e, "cannot allocate a probe buffer"};
+    return AlignedBuffer(static_cast<unsigned char*>(p));
+}
+
+Result<void> read_fully(int fd, unsigned char* buffer, size_t bytes, uint64_t offset) {
+    const ssize_t n = ::pread(fd, buffer, bytes, static_cast<off_t>(offset));
+    if (n < 0)
+        return errno_error("read at offset " + std::to_string(offset));
+    if (static_cast<size_t>(n) != bytes)
+        return Error{-EIO, "short read at offset " + std::to_string(offset)};
+    return {};
+}
+
+// Reads 4 KiB and writes the same bytes back; the write's time, in seconds.
+Result<double> timed_rewrite(int fd, unsigned char* buffer, uint64_t offset) {
+    if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
+        return r.error();
+    const auto start = Clock::now();
+    const ssize_t n = ::pwrite(fd, buffer, probe_io_bytes, static_cast<off_t>(offset));
+    const auto took = std::chrono::duration<double>(Clock::now() - start).count();
+    if (n < 0)
+        return errno_error("write at offset " + std::to_string(offset));
+    if (static_cast<size_t>(n) != probe_io_bytes)
+        return Error{-EIO, "short write at offset " + std::to_string(offset)};
+    return took;
+}
+
+uint64_t stride_bytes(uint64_t size_bytes, unsigned strides) {
+    return strides ? size_bytes / strides / max_granularity * max_granularity : 0;
+}
+
+} // namespace
+
+unsigned probe_strides(uint64_t size_bytes, unsigned samples) {
+    // A stride holds its calibration region and, half a stride on, the warm place.
+    const uint64_t fit = size_bytes / (2 * calibration_bytes);
+    return static_cast<unsigned>(std::min<uint64_t>(samples, fit));
+}
+
+std::vector<uint64_t> cold_offsets(uint64_t size_bytes, unsigned strides) {
+    std::vector<uint64_t> out;
+    const uint64_t stride = stride_bytes(size_bytes, strides);
+    for (unsigned i = 0; i < strides; ++i)
+        out.push_back(i * stride);
+    return out;
+}
+
+std::vector<uint64_t> warm_offsets(uint64_t size_bytes, unsigned strides) {
+    std::vector<uint64_t> out;
+    const uint64_t stride = stride_bytes(size_bytes, strides);
+    const uint64_t half = stride / 2 / max_granularity * max_granularity;
+    for (unsigned i = 0; i < strides; ++i)
+        out.push_back(i * stride + half);
+    return out;
+}
+
+LatencySummary summarize(std::vector<double> seconds) {
+    LatencySummary s;
+    s.samples = static_cast<unsigned>(seconds.size());
+    if (seconds.empty())
+        return s;
+    std::sort(seconds.begin(), seconds.end());
+    const auto rank = [&](double q) {
+        const auto i = static_cast<size_t>(std::ceil(q * static_cast<double>(seconds.size())));
+        return seconds[std::clamp<size_t>(i, 1, seconds.size()) - 1];
+    };
+    s.p50_s = rank(0.50);
+    s.p99_s = rank(0.99);
+    return s;
+}
+
+double penalty_ratio(const LatencySummary& cold, const LatencySummary& warm) {
+    return cold.samples && warm.samples && warm.p50_s > 0 ? cold.p50_s / warm.p50_s : 0;
+}
+
+bool has_penalty(const ColdProbe& cold) {
+    return penalty_ratio(cold.cold, cold.rewrite) >= 3;
+}
+
+bool still_cold(const ColdProbe& cold, const LatencySummary& warm) {
+    return has_penalty(cold) && warm.samples &&
+           warm.p50_s > std::sqrt(cold.cold.p50_s * cold.rewrite.p50_s);
+}
+
+uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s) {
+    if (warm_s <= 0 || cold_s < 3 * warm_s)
+        return 0;
+    // Past a block boundary every farther write lands in a new block too: the
+    // boundary is where the writes turn cold and stay cold. A lone slow write
+    // before it is noise, not a boundary.
+    const double threshold = std::sqrt(cold_s * warm_s);
+    uint64_t granularity = max_granularity;
+    uint64_t distance = min_granularity << at_distance_s.size();
+    for (auto t = at_distance_s.rbegin(); t != at_distance_s.rend(); ++t) {
+        distance /= 2;
+        if (*t <= threshold)
+            break;
+        granularity = distance;
+    }
+    return granularity;
+}
+
+Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) {
+    const auto& g = device.geometry();
+    ColdProbe out;
+    out.strides = probe_strides(g.size_bytes, options.samples);
+    if (out.strides == 0)
+        return Error{-EINVAL, "too small to probe: " + std::to_string(g.size_bytes) +
+                                  " bytes (8 MiB at least)"};
+    const int fd = device.fd();
+
+    // Never-written space reads first, before any write of ours.
+    const uint64_t read_bytes =
+        std::min<uint64_t>(options.zero_read_bytes, g.size_bytes) / (1 << 20) * (1 << 20);
+    if (read_bytes) {
+        auto big = aligned_buffer(1 << 20);
+        if (!big)
+            return big.error();
+        const auto start = Clock::now();
+        for (uint64_t at = 0; at < read_bytes; at += 1 << 20)
+            if (auto r = read_fully(fd, big->get(), 1 << 20, at); !r)
+                return r.error();
+        const double took = std::chrono::duration<double>(Clock::now() - start).count();
+        out.zero_read_bytes_per_s = took > 0 ? static_cast<double>(read_bytes) / took : 0;
+    }
+
+    auto buffer = aligned_buffer(probe_io_bytes);
+    if (!buffer)
+        return buffer.error();
+    std::vector<double> cold, rewrite;
+    std::vector<uint64_t> estimates;
+    const auto offsets = cold_offsets(g.size_bytes, out.strides);
+    for (size_t i = 0; i < offsets.size(); ++i) {
+        auto first = timed_rewrite(fd, buffer->get(), offsets[i]);
+        if (!first)
+            return first.error();
+        cold.push_back(*first);
+        if (i >= options.calibration_regions)
+            continue;
+        std::vector<double> at_distance;
+        for (uint64_t d = min_granularity; d < max_granularity; d *= 2) {
+            auto t = timed_rewrite(fd, buffer->get(), offsets[i] + d);
+            if (!t)
+                return t.error();
+            at_distance.push_back(*t);
+        }
+        auto again = timed_rewrite(fd, buffer->get(), offsets[i]);
+        if (!again)
+            return again.error();
+        rewrite.push_back(*again);
+        if (const auto estimate = granularity_from(*first, *again, at_distance))
+            estimates.push_back(estimate);
+    }
+    out.cold = summarize(cold);
+    out.rewrite = summarize(rewrite);
+    if (estimates.empty()) {
+        out.granularity_note = "unknown: no first-write penalty to time";
+    } else {
+        std::sort(estimates.begin(), estimates.end());
+        out.granularity_bytes = estimates[estimates.size() / 2];
+        const auto agree = std::count(estimates.begin(), estimates.end(), out.granularity_bytes);
+        out.granularity_note =
+            std::to_string(agree) + " of " +
+            std::to_string(options.calibration_regions < out.strides ? options.calibration_regions
+                                                                     : out.strides) +
+            " regions agree";
+        if (out.granularity_bytes == max_granularity)
+            out.granularity_note += "; 4 MiB or more";
+    }
+    return out;
+}
+
+Result<LatencySummary> probe_warm(const Device& device, unsigned strides) {
+    auto buffer = aligned_buffer(probe_io_bytes);
+    if (!buffer)
+        return buffer.error();
+    std::vector<double> warm;
+    for (const auto offset : warm_offsets(device.geometry().size_bytes, strides)) {
+        auto t = timed_rewrite(device.fd(), buffer->get(), offset);
+        if (!t)
+            return t.error();
+        warm.push_back(*t);
+    }
+    return summarize(warm);
+}
+
+} // namespace prewarmd

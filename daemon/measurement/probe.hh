@@ -1,0 +1,83 @@
+// The cold/warm probe: what a first write costs on this disk, whether warming
+// removed that cost, and the backend's allocation granularity.
+//
+// Every write is content-preserving (read 4 KiB with O_DIRECT, write the same
+// bytes back), so a probe never changes what the disk reads back; like a prefill
+// it runs only under the exclusive open, with nobody else writing.
+//
+// Places: the disk is cut into K strides; stride i is probed cold at its start,
+// and warm half a stride on, in backend blocks the cold probe never touched, so
+// that what is measured warm is the prefill's doing, not the probe's own.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.hh"
+#include "engine/device.hh"
+
+namespace prewarmd {
+
+struct LatencySummary {
+    double p50_s = 0;
+    double p99_s = 0;
+    unsigned samples = 0;
+};
+
+struct ProbeOptions {
+    unsigned samples = 16;                  // K; fewer on a small disk
+    uint64_t zero_read_bytes = 64ULL << 20; // never-written space read to time reads
+    unsigned calibration_regions = 8;       // strides also used to find the granularity
+};
+
+struct ColdProbe {
+    double zero_read_bytes_per_s = 0; // reading never-written space
+    LatencySummary cold;              // first writes, one per stride
+    LatencySummary rewrite;           // the calibration places written again at once: warm here
+    uint64_t granularity_bytes = 0;   // estimated allocation unit, 64 KiB .. 4 MiB; 0 unknown
+    std::string granularity_note;     // how sure, or why unknown
+    unsigned strides = 0;             // K as used: the warm probe needs the same
+};
+
+// The smallest and largest granularities told apart, and the bytes of one sample.
+constexpr uint64_t min_granularity = 64ULL << 10;
+constexpr uint64_t max_granularity = 4ULL << 20;
+constexpr uint64_t probe_io_bytes = 4096;
+
+// Strides of a disk of that size for K samples (0: too small to probe: each stride
+// needs room for a calibration region and a warm place apart from it).
+unsigned probe_strides(uint64_t size_bytes, unsigned samples);
+
+// The places: cold ones at each stride's start, warm ones half a stride on.
+std::vector<uint64_t> cold_offsets(uint64_t size_bytes, unsigned strides);
+std::vector<uint64_t> warm_offsets(uint64_t size_bytes, unsigned strides);
+
+Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options);
+Result<LatencySummary> probe_warm(const Device& device, unsigned strides);
+
+// The granularity from one region's write times: the cold reference (the region's
+// first write), the warm reference (the same place again), and the times of writes
+// at 64 KiB, 128 KiB ... 2 MiB from the start. The block boundary is the distance
+// from which on every write is cold (nearer the cold reference than the warm, on
+// a log scale); none: the block is 4 MiB or more. 0: the references do not differ
+// enough to tell (no first-write penalty here).
+uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s);
+
+// p50 and p99 of the samples (nearest rank).
+LatencySummary summarize(std::vector<double> seconds);
+
+// Cold over warm p50; 0 when either is missing.
+double penalty_ratio(const LatencySummary& cold, const LatencySummary& warm);
+
+// Whether the cold probe found a first-write penalty at all (cold p50 at least 3x
+// the rewrite's): without one, there is nothing for warming to remove.
+bool has_penalty(const ColdProbe& cold);
+// Whether a warm probe still looks cold: warming did not stick (a backend that
+// drops zero writes, or a disk made sparse again). Nearer cold than warm, on a
+// log scale.
+bool still_cold(const ColdProbe& cold, const LatencySummary& warm);
+
+} // namespace prewarmd

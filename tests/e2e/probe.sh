@@ -1,0 +1,37 @@
+# prewarmd probe on cowsim disks: the allocation granularity found matches the
+# backend's block size at 64 KiB, 2 MiB and 4 MiB; first writes cost 10x or more
+# what warm writes do before the prefill, and the warm places are warm after it;
+# without a prefill the warm places are still cold: "warming did not stick". What
+# the disk reads back never changes.
+source "$(dirname "$0")/lib.sh"
+require_devices
+
+sim_up --disk g64k=1GiB,block=64KiB --disk g2m=1GiB,block=2MiB --disk g4m=1GiB,block=4MiB \
+    --disk unwarmed=1GiB
+put_data "$(dev_of g2m)" $((300 * 1024 * 1024)) $((1024 * 1024)) # data to keep
+before=$(sha "$(dev_of g2m)")
+
+for disk in g64k:65536 g2m:2097152 g4m:4194304; do
+    name=${disk%%:*} block=${disk#*:}
+    dev=$(dev_of "$name")
+    "$prewarmd" probe --json --save "$TEST_DIR/$name.cold" "$dev" >"$TEST_DIR/$name.json" ||
+        fail "$name: probe: exit $?"
+    check_eq "$(jq .granularity_bytes "$TEST_DIR/$name.json")" "$block" \
+        "$name: granularity ($(jq -r .granularity_note "$TEST_DIR/$name.json"))"
+    check_ge "$(jq .penalty_ratio "$TEST_DIR/$name.json")" 10 "$name: cold over rewrite, p50"
+    "$prewarmd" prefill --json "$dev" >/dev/null 2>&1 || fail "$name: prefill: exit $?"
+    "$prewarmd" probe --json --warm --against "$TEST_DIR/$name.cold" "$dev" >"$TEST_DIR/$name.warm" ||
+        fail "$name: warm probe: exit $? $(cat "$TEST_DIR/$name.warm")"
+    check_ge "$(jq .penalty_ratio "$TEST_DIR/$name.warm")" 10 "$name: cold over warm after the prefill, p50"
+    check_eq "$(jq .warming_stuck "$TEST_DIR/$name.warm")" true "$name: warming stuck"
+done
+check_eq "$(sha "$(dev_of g2m)")" "$before" "what g2m reads back, after probes and prefill"
+
+# No prefill between the probes: the warm places are as cold as ever.
+dev=$(dev_of unwarmed)
+"$prewarmd" probe --json --save "$TEST_DIR/unwarmed.cold" "$dev" >/dev/null || fail "probe: exit $?"
+run_status "$prewarmd" probe --warm --against "$TEST_DIR/unwarmed.cold" "$dev" \
+    >"$TEST_DIR/out" 2>"$TEST_DIR/err"
+check_eq "$status" 1 "exit status when the warming did not stick"
+grep -q "warning: warming did not stick" "$TEST_DIR/err" || fail "no warning: $(cat "$TEST_DIR/err")"
+pass "$(cat "$TEST_DIR/err")"

@@ -1,0 +1,67 @@
+#include <doctest/doctest.h>
+
+#include "measurement/probe.hh"
+
+using namespace prewarmd;
+
+namespace {
+constexpr double cold = 1.2e-3, warm = 0.06e-3;
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+} // namespace
+
+TEST_CASE("granularity: where the writes turn cold and stay cold") {
+    // Writes at 64 KiB, 128 KiB, 256 KiB, 512 KiB, 1 MiB, 2 MiB from a region's start.
+    CHECK(granularity_from(cold, warm, {cold, cold, cold, cold, cold, cold}) == 64 * KiB);
+    CHECK(granularity_from(cold, warm, {warm, warm, warm, warm, warm, cold}) == 2 * MiB);
+    CHECK(granularity_from(cold, warm, {warm, warm, warm, cold, cold, cold}) == 512 * KiB);
+    CHECK(granularity_from(cold, warm, {warm, warm, warm, warm, warm, warm}) == 4 * MiB);
+    // A lone slow write inside a 4 MiB block is noise, not a boundary.
+    CHECK(granularity_from(cold, warm, {warm, 3 * cold, warm, warm, warm, warm}) == 4 * MiB);
+    CHECK(granularity_from(cold, warm, {warm, warm, cold, warm, warm, cold}) == 2 * MiB);
+    // No first-write penalty: nothing to tell blocks apart by.
+    CHECK(granularity_from(warm * 2, warm, {warm, warm, warm, warm, warm, warm}) == 0);
+    CHECK(granularity_from(cold, 0, {cold}) == 0);
+}
+
+TEST_CASE("probe places: cold at each stride, warm half a stride on, in other blocks") {
+    CHECK(probe_strides(16 * MiB, 16) == 2);
+    CHECK(probe_strides(7 * MiB, 16) == 0);
+    CHECK(probe_strides(1024 * MiB, 16) == 16);
+    const auto c = cold_offsets(1024 * MiB, 16), w = warm_offsets(1024 * MiB, 16);
+    REQUIRE(c.size() == 16);
+    REQUIRE(w.size() == 16);
+    for (size_t i = 0; i < c.size(); ++i) {
+        CHECK(c[i] % max_granularity == 0);
+        CHECK(w[i] % max_granularity == 0);
+        // Past the calibration region (4 MiB from the cold place) and inside the stride.
+        CHECK(w[i] >= c[i] + max_granularity);
+        CHECK(w[i] < c[i] + 64 * MiB);
+    }
+    // A disk that is not a whole number of 4 MiB strides: every place still inside.
+    const uint64_t odd = 100 * MiB + 512;
+    for (const auto o : warm_offsets(odd, probe_strides(odd, 16)))
+        CHECK(o + probe_io_bytes <= odd);
+}
+
+TEST_CASE("latency summaries, the penalty ratio and warming that did not stick") {
+    const auto s = summarize({3, 1, 2, 4, 100});
+    CHECK(s.samples == 5);
+    CHECK(s.p50_s == 3);
+    CHECK(s.p99_s == 100);
+    CHECK(summarize({}).samples == 0);
+
+    ColdProbe probe;
+    probe.cold = summarize({cold, cold, cold});
+    probe.rewrite = summarize({warm, warm});
+    CHECK(has_penalty(probe));
+    const auto warmed = summarize({warm, warm, 1.5 * warm});
+    CHECK(penalty_ratio(probe.cold, warmed) == doctest::Approx(cold / warm));
+    CHECK_FALSE(still_cold(probe, warmed));
+    CHECK(still_cold(probe, summarize({cold, 0.9 * cold, cold})));
+    // A disk without a first-write penalty never "did not stick".
+    ColdProbe thick;
+    thick.cold = summarize({warm});
+    thick.rewrite = summarize({warm});
+    CHECK_FALSE(has_penalty(thick));
+    CHECK_FALSE(still_cold(thick, summarize({warm})));
+}
