@@ -285,6 +285,10 @@ const std::vector<Option>& options() {
          "Give the prefill's I/O the priority class idle, below the VM's own.", true,
          [](const toml::node& n, Config& c) { return boolean(n, c.idle_priority); },
          [](const Config& a, const Config& b) { return a.idle_priority == b.idle_priority; }},
+        {"prefill", "adaptive", "true",
+         "Back off while the VM's other disks are slower than alone (docs/adaptive.md).", true,
+         [](const toml::node& n, Config& c) { return boolean(n, c.adaptive); },
+         [](const Config& a, const Config& b) { return a.adaptive == b.adaptive; }},
         {"api", "listen", "[\"127.0.0.1:7433\"]",
          "TCP addresses of the HTTP API. One that is not loopback needs token_file (and\n"
          "tls_cert and tls_key, or a TLS-terminating proxy in front).",

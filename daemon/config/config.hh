@@ -43,6 +43,7 @@ struct Config {
     std::chrono::milliseconds checkpoint_interval{5000};
     IoEngineKind io_engine = IoEngineKind::automatic;
     bool idle_priority = true;
+    bool adaptive = true; // back off while the VM's other disks suffer
     // [api]
     std::vector<std::string> api_listen = {"127.0.0.1:7433"};
     std::string api_socket = "/run/prewarmd/api.sock";

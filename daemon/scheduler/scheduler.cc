@@ -365,18 +365,35 @@ void Scheduler::schedule() {
     rebalance();
 }
 
-// Running jobs without a rate of their own share total_rate evenly.
+// Running jobs without a rate of their own share total_rate evenly; under
+// pressure (adaptive mode) every rate is scaled down, to 1 byte/s when held.
 void Scheduler::rebalance() {
     uint64_t sharing = 0;
     for (const auto& [id, e] : m_entries)
         if (e->job && !override_rate(*e))
             ++sharing;
+    const bool pressed = m_pressure < 1;
+    const uint64_t total = m_config.total_rate_bytes_per_s ? m_config.total_rate_bytes_per_s
+                                                           : (pressed ? m_pressure_reference : 0);
     for (const auto& [id, e] : m_entries) {
         if (!e->job)
             continue;
         const auto own = override_rate(*e);
-        e->job->set_rate(own ? *own : (sharing ? m_config.total_rate_bytes_per_s / sharing : 0));
+        uint64_t rate = own ? *own : (sharing ? total / sharing : 0);
+        if (pressed)
+            rate = rate ? std::max<uint64_t>(
+                              1, static_cast<uint64_t>(static_cast<double>(rate) * m_pressure))
+                        : (m_pressure == 0 ? 1 : 0);
+        e->job->set_rate(rate);
     }
+}
+
+void Scheduler::set_pressure(double factor, uint64_t reference_bytes_per_s) {
+    if (factor == m_pressure && reference_bytes_per_s == m_pressure_reference)
+        return;
+    m_pressure = factor;
+    m_pressure_reference = reference_bytes_per_s;
+    rebalance();
 }
 
 void Scheduler::reap() {

@@ -80,6 +80,9 @@ public:
     // Any of the above (start takes `start`).
     Result<void> act(const std::string& identity, DiskAction action, const StartRequest& start);
     void set_total_rate(uint64_t rate_bytes_per_s);
+    // Adaptive mode: every running job's rate times `factor` (0 holds them, 1 is as
+    // configured); `reference` stands for total_rate when that is unlimited.
+    void set_pressure(double factor, uint64_t reference_bytes_per_s);
     void set_max_parallel(unsigned max_parallel);
     void set_auto_prefill(AutoPrefill policy);
     // Settings from a reloaded config (what can apply while running).
@@ -122,6 +125,8 @@ private:
     void log(bool warning, const Entry& entry, const std::string& message) const;
 
     Config m_config;
+    double m_pressure = 1;
+    uint64_t m_pressure_reference = 0;
     const StateDir& m_state;
     JobHost& m_host;
     Hooks m_hooks;

@@ -8,6 +8,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +29,7 @@
 #include "discovery/identity.hh"
 #include "discovery/tracker.hh"
 #include "discovery/udev.hh"
+#include "scheduler/adaptive.hh"
 #include "scheduler/disk_job_host.hh"
 #include "scheduler/scheduler.hh"
 #include "service/dispatcher.hh"
@@ -128,6 +133,7 @@ private:
     void notify_status();
     void publish(std::string_view event, const std::string& identity);
     void publish_progress();
+    void adapt();
     Result<void> start_api();
 
     ServiceOptions m_options;
@@ -156,6 +162,13 @@ private:
     Clock::time_point m_next_status{};
     std::optional<std::chrono::microseconds> m_watchdog;
     Clock::time_point m_next_watchdog{};
+    // Adaptive mode: the controller, the last /proc/diskstats, and the jobs' rate at
+    // full speed (what the factor scales when total_rate is unlimited).
+    BackoffController m_backoff;
+    std::map<std::string, DiskCounters> m_diskstats;
+    Clock::time_point m_diskstats_at{};
+    uint64_t m_full_rate = 0;
+    bool m_backed_off = false;
 };
 
 Result<void> Service::start() {
@@ -248,6 +261,7 @@ Result<void> Service::start() {
         [this] {
             notify_status();
             publish_progress();
+            adapt();
             if (m_dbus)
                 m_dbus->on_progress();
         }));
@@ -353,6 +367,45 @@ void Service::publish_progress() {
         if (d.state == JobState::running || d.state == JobState::paused)
             m_events.publish("progress", json_text({{"id", d.identity},
                                                     {"progress", nlohmann::json(d.progress)}}));
+}
+
+// Once a second while a job runs (scheduler/adaptive.hh has the control law).
+void Service::adapt() {
+    if (!m_config.adaptive) {
+        m_scheduler->set_pressure(1, 0);
+        m_diskstats.clear();
+        return;
+    }
+    std::ifstream file("/proc/diskstats");
+    std::stringstream text;
+    text << file.rdbuf();
+    if (!file)
+        return;
+    const auto now = Clock::now();
+    auto counters = parse_diskstats(text.str());
+    std::set<std::string> ours;
+    double rate = 0;
+    for (const auto& d : m_scheduler->disks())
+        if (d.state == JobState::running) {
+            ours.insert(d.disk.name);
+            rate += d.progress.rate_1s_bytes_per_s;
+        }
+    if (m_backoff.factor() == 1 && rate > 0)
+        m_full_rate = static_cast<uint64_t>(rate);
+    const double seconds = std::chrono::duration<double>(now - m_diskstats_at).count();
+    // A gap (no job ran) says nothing about now: start over from this reading.
+    if (!m_diskstats.empty() && seconds < 3) {
+        const double factor = m_backoff.update(loads_between(m_diskstats, counters, seconds, ours));
+        if (factor > 0 && factor < 1 && !m_backed_off)
+            log_info("adaptive: backing off, " + m_backoff.why());
+        else if (factor == 1 && m_backed_off)
+            log_info("adaptive: the other disks are as fast as alone: full rate again");
+        if (factor > 0)
+            m_backed_off = factor < 1;
+        m_scheduler->set_pressure(factor, std::max<uint64_t>(m_full_rate, 1 << 20));
+    }
+    m_diskstats = std::move(counters);
+    m_diskstats_at = now;
 }
 
 void Service::grace_outcomes() {

@@ -1,0 +1,129 @@
+#include "scheduler/adaptive.hh"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+
+namespace prewarmd {
+namespace {
+
+// xvdb1 of xvdb, nvme0n1p1 of nvme0n1, loop0p1 of loop0.
+bool partition_of(const std::string& name, const std::string& disk) {
+    if (name.size() <= disk.size() || name.compare(0, disk.size(), disk) != 0)
+        return false;
+    size_t at = disk.size();
+    if (std::isdigit(static_cast<unsigned char>(disk.back()))) {
+        if (name[at] != 'p')
+            return false;
+        ++at;
+    }
+    return at < name.size() &&
+           std::all_of(name.begin() + static_cast<long>(at), name.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+std::string ms(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f ms", seconds * 1000);
+    return text;
+}
+
+} // namespace
+
+std::map<std::string, DiskCounters> parse_diskstats(std::string_view text) {
+    std::map<std::string, DiskCounters> out;
+    std::istringstream in{std::string(text)};
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        unsigned major = 0, minor = 0;
+        std::string name;
+        uint64_t f[11] = {};
+        if (!(fields >> major >> minor >> name))
+            continue;
+        unsigned n = 0;
+        while (n < 11 && fields >> f[n])
+            ++n;
+        if (n < 11)
+            continue;
+        // reads, merged, sectors, ms reading; writes, merged, sectors, ms writing;
+        // in flight, ms doing I/O, weighted ms.
+        out[name] = {f[0] + f[4], f[3] + f[7], f[9]};
+    }
+    return out;
+}
+
+std::map<std::string, DiskLoad> loads_between(const std::map<std::string, DiskCounters>& before,
+                                              const std::map<std::string, DiskCounters>& after,
+                                              double seconds,
+                                              const std::set<std::string>& ignored) {
+    std::map<std::string, DiskLoad> out;
+    if (seconds <= 0)
+        return out;
+    for (const auto& [name, now] : after) {
+        const auto was = before.find(name);
+        if (was == before.end() || now.ios < was->second.ios)
+            continue; // new, or counters reset (a disk attached again)
+        if (std::any_of(ignored.begin(), ignored.end(), [&](const std::string& disk) {
+                return name == disk || partition_of(name, disk);
+            }))
+            continue;
+        DiskLoad load;
+        load.ios = now.ios - was->second.ios;
+        if (load.ios)
+            load.latency_s = static_cast<double>(now.io_ms - was->second.io_ms) / 1000.0 /
+                             static_cast<double>(load.ios);
+        load.utilisation = std::min(1.0, static_cast<double>(now.busy_ms - was->second.busy_ms) /
+                                             1000.0 / seconds);
+        out[name] = load;
+    }
+    return out;
+}
+
+double BackoffController::update(const std::map<std::string, DiskLoad>& loads) {
+    if (m_window) {
+        // The jobs were held: what each busy disk does alone.
+        for (const auto& [name, load] : loads) {
+            if (load.ios < m_law.min_ios)
+                continue;
+            auto& alone = m_alone[name];
+            alone.push_back(load.latency_s);
+            if (alone.size() > m_law.windows_kept)
+                alone.erase(alone.begin());
+        }
+        m_window = false;
+        m_since_window = 0;
+        return m_factor;
+    }
+    std::string harmed;
+    bool busy = false, unknown = false;
+    for (const auto& [name, load] : loads) {
+        if (load.ios < m_law.min_ios)
+            continue;
+        busy = true;
+        const auto alone = m_alone.find(name);
+        if (alone == m_alone.end()) {
+            unknown = true;
+            continue;
+        }
+        double baseline = 0;
+        for (const double l : alone->second)
+            baseline += l;
+        baseline /= static_cast<double>(alone->second.size());
+        if (load.latency_s > m_law.harm * baseline && harmed.empty())
+            harmed = name + " at " + ms(load.latency_s) + ", " + ms(baseline) + " alone";
+    }
+    if (!harmed.empty()) {
+        m_factor = std::max(m_law.floor, m_factor * m_law.decrease);
+        m_quiet = 0;
+        m_why = harmed;
+    } else if (++m_quiet >= m_law.quiet_needed) {
+        m_factor = std::min(1.0, m_factor * m_law.increase);
+        m_quiet = 0;
+    }
+    if (busy && (unknown || ++m_since_window >= m_law.window_every))
+        m_window = true;
+    return factor();
+}
+
+} // namespace prewarmd

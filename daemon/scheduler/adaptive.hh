@@ -1,0 +1,81 @@
+// Adaptive background mode: prefills back off when the VM's other disks suffer.
+//
+// Every second the daemon reads /proc/diskstats and, for each disk other than
+// those it is warming, the mean latency of the I/Os completed in that second.
+// What a disk's latency is without us is measured, not guessed: in a quiet
+// window, one second in which the jobs are held, taken whenever a busy disk has
+// no such figure yet and every 10 s while any disk is busy (the mean of its last
+// three windows is its baseline). The control law (AIMD), on the factor that
+// scales the jobs' rate:
+//
+//   harmed = some disk did at least 4 I/Os, at a latency above 1.3x its baseline
+//   harmed:  factor = max(0.05, factor x 0.5)         at once
+//   quiet:   factor = min(1, factor x 1.5)            after 2 quiet seconds in a row
+//
+// With no other disk busy there are no windows, and the jobs run at full rate.
+// docs/adaptive.md has the reasoning and the figures.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prewarmd {
+
+// The counters of one line of /proc/diskstats that the controller reads.
+struct DiskCounters {
+    uint64_t ios = 0;     // reads and writes completed
+    uint64_t io_ms = 0;   // milliseconds spent on them
+    uint64_t busy_ms = 0; // milliseconds with I/O in flight
+};
+std::map<std::string, DiskCounters> parse_diskstats(std::string_view text);
+
+// One disk over one interval.
+struct DiskLoad {
+    uint64_t ios = 0;
+    double latency_s = 0;   // mean per I/O
+    double utilisation = 0; // 0..1
+};
+
+// The loads between two readings, over `seconds`, for the disks in both, but for
+// `ignored` (our own jobs' disks) and their partitions (xvdb1, nvme0n1p1, loop0p1).
+std::map<std::string, DiskLoad> loads_between(const std::map<std::string, DiskCounters>& before,
+                                              const std::map<std::string, DiskCounters>& after,
+                                              double seconds, const std::set<std::string>& ignored);
+
+class BackoffController {
+public:
+    struct Law {
+        double harm = 1.3;          // latency over baseline that counts as harm
+        double decrease = 0.5;      // the factor, times this, when harmed
+        double increase = 1.5;      // and times this when quiet long enough
+        double floor = 0.05;        // never slower than this share: the prefill finishes
+        unsigned quiet_needed = 2;  // quiet intervals in a row before a step up
+        unsigned min_ios = 4;       // fewer I/Os in an interval say nothing
+        unsigned window_every = 10; // intervals between quiet windows while disks are busy
+        unsigned windows_kept = 3;  // a baseline is the mean of this many windows
+    };
+    BackoffController() : BackoffController(Law{}) {}
+    explicit BackoffController(Law law) : m_law(law) {}
+
+    // One interval's loads; returns the factor for the next: 0 holds the jobs for a
+    // quiet window, else 0.05 .. 1.
+    double update(const std::map<std::string, DiskLoad>& loads);
+    double factor() const { return m_window ? 0 : m_factor; }
+    // Why the last step down: "loop1 at 3.10 ms, 1.00 ms alone".
+    const std::string& why() const { return m_why; }
+
+private:
+    Law m_law;
+    std::map<std::string, std::vector<double>> m_alone; // latencies in quiet windows
+    double m_factor = 1;
+    bool m_window = false;
+    unsigned m_quiet = 0;
+    unsigned m_since_window = 0;
+    std::string m_why;
+};
+
+} // namespace prewarmd
