@@ -48,6 +48,8 @@ std::string usage() {
            "Commands:\n"
            "  status                      every disk: size, state, progress, rate, ETA\n"
            "  show DISK                   one disk in detail\n"
+           "  probe DISK                  its job's probes: cold and warm latency, granularity;\n"
+           "                              exit 1 when the warming did not stick\n"
            "  start DISK [--mode M] [--rate R] [--queue-depth N]\n"
            "  pause DISK | resume DISK | cancel DISK | release DISK\n"
            "  watch [--interval D]        the status, live, until Ctrl-C\n"
@@ -186,6 +188,45 @@ int show(Context& c, const std::string& disk) {
         print_json(*d);
     else
         std::fputs(disk_details(*d, c.style).c_str(), stdout);
+    return exit_ok;
+}
+
+// The probes the daemon ran around the disk's job ([prefill] probe).
+int probe(Context& c, const std::string& disk) {
+    int code = exit_ok;
+    const auto id = resolve(c, disk, code);
+    if (!id)
+        return code;
+    const auto d = fetch(c, "/v1/disks/" + *id, code);
+    if (!d)
+        return code;
+    const auto figures = d->value("probe", json());
+    if (!figures.is_object())
+        return fail(exit_refused, d->value("name", *id) +
+                                      ": not probed (its job has not started, or [prefill] "
+                                      "probe is off)");
+    if (c.json_out) {
+        print_json(figures);
+    } else {
+        const auto line = [](const char* what, const json& l) {
+            std::printf("  %-10s p50 %.3f ms, p99 %.3f ms (%u places)\n", what,
+                        l.value("p50_seconds", 0.0) * 1000, l.value("p99_seconds", 0.0) * 1000,
+                        l.value("samples", 0u));
+        };
+        std::printf("%s:\n", d->value("name", *id).c_str());
+        line("cold", figures["cold"]);
+        line("rewrite", figures["rewrite"]);
+        if (figures["warm"].is_object()) {
+            line("warm", figures["warm"]);
+            std::printf("  %-10s %.1fx\n", "cold/warm", figures.value("penalty_ratio", 0.0));
+        }
+        const auto granularity = figures.value("granularity_bytes", uint64_t{0});
+        std::printf("  %-10s %s (%s)\n", "blocks",
+                    granularity ? format_size(granularity).c_str() : "unknown",
+                    figures.value("granularity_note", std::string()).c_str());
+    }
+    if (figures.value("warming_stuck", json()) == false)
+        return fail(exit_failed, d->value("name", *id) + ": warming did not stick");
     return exit_ok;
 }
 
@@ -452,7 +493,7 @@ std::string bash_completion() {
 _prewarmctl() {
     local cur prev words cword
     _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-    local commands="status show start pause resume cancel release watch wait set settings completion"
+    local commands="status show probe start pause resume cancel release watch wait set settings completion"
     case $prev in
     --socket|--token-file|--cacert) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --mode) COMPREPLY=($(compgen -W "zero rewrite read" -- "$cur")); return ;;
@@ -583,9 +624,9 @@ int run(int argc, char** argv) {
     if (command == "settings")
         return words.size() == 1 ? settings(c, std::nullopt)
                                  : fail(exit_usage, "settings takes no arguments");
-    if (command == "show") {
+    if (command == "show" || command == "probe") {
         const auto disk = one_disk();
-        return disk ? show(c, *disk) : code;
+        return disk ? (command == "show" ? show(c, *disk) : probe(c, *disk)) : code;
     }
     if (command == "start" || command == "pause" || command == "resume" || command == "cancel" ||
         command == "release") {

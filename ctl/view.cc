@@ -154,6 +154,27 @@ std::string disk_details(const json& d, const Style& style) {
                                       ? ""
                                       : ", " + text_of(progress, "io_engine")));
     }
+    const auto probe = d.value("probe", json());
+    if (probe.is_object()) {
+        const auto latency = [&](const char* phase) {
+            const auto l = probe.value(phase, json());
+            char text[64];
+            std::snprintf(text, sizeof text, "p50 %.2f ms, p99 %.2f ms",
+                          real_of(l, "p50_seconds") * 1000, real_of(l, "p99_seconds") * 1000);
+            return std::string(text);
+        };
+        const auto granularity = number_of(probe, "granularity_bytes");
+        field("cold", latency("cold") + " (first writes); granularity " +
+                          (granularity ? format_size(granularity) : std::string("unknown")));
+        if (probe.value("warm", json()).is_object()) {
+            char ratio[32];
+            std::snprintf(ratio, sizeof ratio, "%.1fx", real_of(probe, "penalty_ratio"));
+            const bool stuck = probe.value("warming_stuck", false);
+            field("warm",
+                  latency("warm") + ", cold/warm " + ratio +
+                      (stuck ? "" : "; " + paint("warming did not stick", "failed", style)));
+        }
+    }
     return out;
 }
 

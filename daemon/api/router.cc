@@ -249,6 +249,7 @@ std::string disk_json(const DiskView& v) {
         {"first_seen", rfc3339(v.first_seen_unix)},
         {"state_since", rfc3339(v.state_since_unix)},
         {"progress", json(v.progress)},
+        {"probe", to_json(v.probe)},
     };
     // A disk never warmed has no extent yet: 0, not the engine's "nothing left" 1.
     if (!v.progress.total_bytes)
@@ -445,6 +446,27 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
             "prewarmd_disk_progress_ratio{" + labels(d) + "} " +
             num(d.progress.total_bytes ? d.progress.ratio() : (d.state == JobState::done ? 1 : 0)) +
             "\n";
+    family("prewarmd_disk_first_write_seconds", "gauge",
+           "Probed write latency: phase cold (before the prefill) or warm (after).");
+    for (const auto& d : disks) {
+        if (!d.probe.cold)
+            continue;
+        const auto quantiles = [&](const char* phase, const ProbeLatency& l) {
+            out += "prewarmd_disk_first_write_seconds{" + labels(d) + ",phase=\"" + phase +
+                   "\",quantile=\"0.5\"} " + num(l.p50_s) + "\n";
+            out += "prewarmd_disk_first_write_seconds{" + labels(d) + ",phase=\"" + phase +
+                   "\",quantile=\"0.99\"} " + num(l.p99_s) + "\n";
+        };
+        quantiles("cold", d.probe.cold->cold);
+        if (d.probe.warm)
+            quantiles("warm", *d.probe.warm);
+    }
+    family("prewarmd_disk_backend_granularity_bytes", "gauge",
+           "The backend's allocation granularity as probed; 0: unknown.");
+    for (const auto& d : disks)
+        if (d.probe.cold)
+            out += "prewarmd_disk_backend_granularity_bytes{" + labels(d) + "} " +
+                   std::to_string(d.probe.cold->granularity_bytes) + "\n";
     family("prewarmd_disk_rate_bytes_per_second", "gauge", "Warming rate over the last 10 s.");
     for (const auto& d : disks)
         out += "prewarmd_disk_rate_bytes_per_second{" + labels(d) + "} " +

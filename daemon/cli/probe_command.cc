@@ -42,35 +42,13 @@ std::string usage() {
            "2 bad usage; 6 refused (in use, or read-only).\n";
 }
 
-nlohmann::json latency_json(const LatencySummary& s) {
-    return {{"p50_seconds", s.p50_s}, {"p99_seconds", s.p99_s}, {"samples", s.samples}};
-}
-
-LatencySummary latency_from(const nlohmann::json& j) {
-    LatencySummary s;
-    s.p50_s = j.value("p50_seconds", 0.0);
-    s.p99_s = j.value("p99_seconds", 0.0);
-    s.samples = j.value("samples", 0u);
-    return s;
-}
-
-nlohmann::json cold_json(const ColdProbe& p) {
-    return {{"zero_read_bytes_per_s", p.zero_read_bytes_per_s},
-            {"cold", latency_json(p.cold)},
-            {"rewrite", latency_json(p.rewrite)},
-            {"penalty_ratio", penalty_ratio(p.cold, p.rewrite)},
-            {"granularity_bytes", p.granularity_bytes},
-            {"granularity_note", p.granularity_note},
-            {"strides", p.strides}};
-}
-
 std::string ms(double seconds) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f ms", seconds * 1000);
     return text;
 }
 
-std::string latency_text(const LatencySummary& s) {
+std::string latency_text(const ProbeLatency& s) {
     return "p50 " + ms(s.p50_s) + ", p99 " + ms(s.p99_s) + " (" + std::to_string(s.samples) +
            " places)";
 }
@@ -114,7 +92,7 @@ int probe_command(const std::vector<std::string>& args) {
         if (!cold)
             return fail(cold.error().err == -EINVAL ? exit_usage : exit_failed,
                         path + ": " + cold.error().message);
-        const auto out = cold_json(*cold);
+        const auto out = to_json(ProbeFigures{*cold, std::nullopt});
         if (const auto save = parsed.value("save"))
             if (auto saved = write_file_atomically(*save, out.dump(2) + "\n", 0644); !saved)
                 return fail(exit_failed, *save + ": " + saved.error().message);
@@ -142,33 +120,28 @@ int probe_command(const std::vector<std::string>& args) {
     auto measured = probe_warm(*device, strides);
     if (!measured)
         return fail(exit_failed, path + ": " + measured.error().message);
-    nlohmann::json out = {{"warm", latency_json(*measured)}};
-    bool stuck = true;
+    ProbeFigures figures{std::nullopt, *measured};
     if (const auto against = parsed.value("against")) {
         std::ifstream in(*against);
         std::stringstream text;
         text << in.rdbuf();
-        const auto saved = nlohmann::json::parse(text.str(), nullptr, false);
-        if (!in || saved.is_discarded() || !saved.contains("cold"))
+        figures = probe_figures_from(nlohmann::json::parse(text.str(), nullptr, false));
+        if (!in || !figures.cold)
             return fail(exit_usage, *against + ": not a cold probe saved by --save");
-        ColdProbe cold;
-        cold.cold = latency_from(saved["cold"]);
-        cold.rewrite = latency_from(saved.value("rewrite", nlohmann::json::object()));
-        if (saved.value("strides", 0u) != strides)
+        if (figures.cold->strides != strides)
             return fail(exit_usage, *against + ": saved with another --samples or disk size");
-        stuck = !still_cold(cold, *measured);
-        out["cold"] = saved["cold"];
-        out["penalty_ratio"] = penalty_ratio(cold.cold, *measured);
-        out["warming_stuck"] = stuck;
+        figures.warm = *measured;
     }
+    const bool stuck = !figures.cold || !still_cold(*figures.cold, *measured);
+    const auto out = figures.cold ? to_json(figures) : nlohmann::json{{"warm", to_json(*measured)}};
     if (json) {
         std::printf("%s\n", json_text(out, 2).c_str());
     } else {
         std::printf("%s:\n  warm places:                 %s\n", path.c_str(),
                     latency_text(*measured).c_str());
-        if (out.contains("penalty_ratio"))
+        if (figures.cold)
             std::printf("  cold over warm (p50):        %.1fx\n",
-                        out["penalty_ratio"].get<double>());
+                        penalty_ratio(figures.cold->cold, *measured));
     }
     if (!stuck) {
         std::fprintf(stderr,

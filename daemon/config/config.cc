@@ -237,15 +237,23 @@ const std::vector<Option>& options() {
              return a.chunk_bytes == b.chunk_bytes && a.chunk_set == b.chunk_set;
          }},
         {"prefill", "backend_block", "\"2MiB\"",
-         "The allocation block of the thin backend (2 MiB for XCP's VHD, 4 MiB for some).", true,
+         "The allocation block of the thin backend (2 MiB for XCP's VHD, 4 MiB for some);\n"
+         "\"auto\": as the probe finds it (with probe = true; 2 MiB when it cannot tell).",
+         true,
          [](const toml::node& n, Config& c) {
+             c.backend_block_auto = n.as_string() && n.as_string()->get() == "auto";
+             if (c.backend_block_auto) {
+                 c.backend_block_bytes = 2ULL << 20; // for the chunk size; the probe decides
+                 return std::string();
+             }
              auto e = from_text(n, size_value, c.backend_block_bytes, "2MiB");
              if (e.empty() && (c.backend_block_bytes < 4096 || c.backend_block_bytes > 64ULL << 20))
-                 e = "expected a size from 4KiB to 64MiB";
+                 e = "expected a size from 4KiB to 64MiB, or \"auto\"";
              return e;
          },
          [](const Config& a, const Config& b) {
-             return a.backend_block_bytes == b.backend_block_bytes;
+             return a.backend_block_bytes == b.backend_block_bytes &&
+                    a.backend_block_auto == b.backend_block_auto;
          }},
         {"prefill", "queue_depth", "8", "Chunks in flight per disk, 1 to 64.", true,
          [](const toml::node& n, Config& c) { return count(n, c.queue_depth, 1, 64); },
@@ -285,6 +293,11 @@ const std::vector<Option>& options() {
          "Give the prefill's I/O the priority class idle, below the VM's own.", true,
          [](const toml::node& n, Config& c) { return boolean(n, c.idle_priority); },
          [](const Config& a, const Config& b) { return a.idle_priority == b.idle_priority; }},
+        {"prefill", "probe", "true",
+         "Probe first-write latency before a job (and granularity), and again once done\n"
+         "(prewarmd probe; a few hundred small writes that put back what they read).",
+         true, [](const toml::node& n, Config& c) { return boolean(n, c.probe); },
+         [](const Config& a, const Config& b) { return a.probe == b.probe; }},
         {"prefill", "adaptive", "true",
          "Back off while the VM's other disks are slower than alone (docs/adaptive.md).", true,
          [](const toml::node& n, Config& c) { return boolean(n, c.adaptive); },

@@ -37,12 +37,14 @@ struct Config {
     uint64_t chunk_bytes = 4 * 1024 * 1024;
     bool chunk_set = false; // given in the file: then a misfit is an error, not grown
     uint64_t backend_block_bytes = 2 * 1024 * 1024;
+    bool backend_block_auto = false; // "auto": as the probe finds it
     unsigned queue_depth = 8;
     unsigned max_parallel = 1;
     uint64_t total_rate_bytes_per_s = 200ULL * 1024 * 1024; // 0: unlimited
     std::chrono::milliseconds checkpoint_interval{5000};
     IoEngineKind io_engine = IoEngineKind::automatic;
     bool idle_priority = true;
+    bool probe = true;    // cold probe before a job, warm after
     bool adaptive = true; // back off while the VM's other disks suffer
     // [api]
     std::vector<std::string> api_listen = {"127.0.0.1:7433"};

@@ -115,7 +115,7 @@ struct PrefillJob::Command {
 
 PrefillJob::PrefillJob(const JobOptions& options, JobTarget target,
                        std::unique_ptr<IoEngine> engine, const DeviceProbe& probe, EventSink events)
-    : m_options(options), m_target(std::move(target)), m_engine(std::move(engine)), m_probe(probe),
+    : m_options(options), m_backend_block(options.backend_block_bytes), m_target(std::move(target)), m_engine(std::move(engine)), m_probe(probe),
       m_events(std::move(events)), m_wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       m_bucket(options.rate_bytes_per_s,
                options.burst_bytes ? options.burst_bytes : options.chunk_bytes, Clock::now()),
@@ -420,7 +420,7 @@ void PrefillJob::read_done(Slot& slot, Clock::time_point now) {
         slot.runs.push_back(slot.chunk);
     } else {
         const char* data = m_buffers->at(slot.buffer);
-        const uint64_t block = std::min(m_options.backend_block_bytes, length);
+        const uint64_t block = std::min(m_backend_block, length);
         for (uint64_t at = 0; at < length; at += block) {
             const uint64_t piece = std::min(block, length - at);
             if (!is_all_zero(data + at, piece)) {

@@ -67,6 +67,8 @@ public:
     // interrupted) or is stopped; returns the final snapshot. A pause, asked for or
     // forced (ENOSPC: the backend is full), keeps it inside, waiting.
     ProgressSnapshot run();
+    // Before run(), on the thread that runs it: the backend block a probe found.
+    void set_backend_block(uint64_t bytes) { m_backend_block = bytes; }
 
     // From any thread; each takes effect within one completion or timer tick. None
     // leaves a chunk half done: chunks in flight finish, and the checkpoint is saved.
@@ -112,6 +114,7 @@ private:
     bool drained() const { return in_flight() == 0 && !m_flush_in_flight; }
 
     const JobOptions m_options;
+    uint64_t m_backend_block; // the options' unless a probe found it
     const JobTarget m_target;
     std::unique_ptr<IoEngine> m_engine;
     const DeviceProbe& m_probe;

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 namespace prewarmd {
 namespace {
 
@@ -79,8 +81,8 @@ std::vector<uint64_t> warm_offsets(uint64_t size_bytes, unsigned strides) {
     return out;
 }
 
-LatencySummary summarize(std::vector<double> seconds) {
-    LatencySummary s;
+ProbeLatency summarize(std::vector<double> seconds) {
+    ProbeLatency s;
     s.samples = static_cast<unsigned>(seconds.size());
     if (seconds.empty())
         return s;
@@ -94,7 +96,7 @@ LatencySummary summarize(std::vector<double> seconds) {
     return s;
 }
 
-double penalty_ratio(const LatencySummary& cold, const LatencySummary& warm) {
+double penalty_ratio(const ProbeLatency& cold, const ProbeLatency& warm) {
     return cold.samples && warm.samples && warm.p50_s > 0 ? cold.p50_s / warm.p50_s : 0;
 }
 
@@ -102,7 +104,7 @@ bool has_penalty(const ColdProbe& cold) {
     return penalty_ratio(cold.cold, cold.rewrite) >= 3;
 }
 
-bool still_cold(const ColdProbe& cold, const LatencySummary& warm) {
+bool still_cold(const ColdProbe& cold, const ProbeLatency& warm) {
     return has_penalty(cold) && warm.samples &&
            warm.p50_s > std::sqrt(cold.cold.p50_s * cold.rewrite.p50_s);
 }
@@ -195,7 +197,7 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     return out;
 }
 
-Result<LatencySummary> probe_warm(const Device& device, unsigned strides) {
+Result<ProbeLatency> probe_warm(const Device& device, unsigned strides) {
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();
@@ -207,6 +209,61 @@ Result<LatencySummary> probe_warm(const Device& device, unsigned strides) {
         warm.push_back(*t);
     }
     return summarize(warm);
+}
+
+nlohmann::json to_json(const ProbeLatency& s) {
+    return {{"p50_seconds", s.p50_s}, {"p99_seconds", s.p99_s}, {"samples", s.samples}};
+}
+
+namespace {
+
+ProbeLatency latency_from(const nlohmann::json& j) {
+    ProbeLatency s;
+    s.p50_s = j.value("p50_seconds", 0.0);
+    s.p99_s = j.value("p99_seconds", 0.0);
+    s.samples = j.value("samples", 0u);
+    return s;
+}
+
+} // namespace
+
+nlohmann::json to_json(const ProbeFigures& f) {
+    if (!f.cold)
+        return nullptr;
+    const auto& c = *f.cold;
+    nlohmann::json j = {{"zero_read_bytes_per_s", c.zero_read_bytes_per_s},
+                        {"cold", to_json(c.cold)},
+                        {"rewrite", to_json(c.rewrite)},
+                        {"granularity_bytes", c.granularity_bytes},
+                        {"granularity_note", c.granularity_note},
+                        {"strides", c.strides},
+                        {"first_write_penalty", penalty_ratio(c.cold, c.rewrite)},
+                        {"warm", nullptr},
+                        {"penalty_ratio", nullptr},
+                        {"warming_stuck", nullptr}};
+    if (f.warm) {
+        j["warm"] = to_json(*f.warm);
+        j["penalty_ratio"] = penalty_ratio(c.cold, *f.warm);
+        j["warming_stuck"] = !still_cold(c, *f.warm);
+    }
+    return j;
+}
+
+ProbeFigures probe_figures_from(const nlohmann::json& j) {
+    ProbeFigures f;
+    if (!j.is_object() || !j.contains("cold"))
+        return f;
+    ColdProbe c;
+    c.zero_read_bytes_per_s = j.value("zero_read_bytes_per_s", 0.0);
+    c.cold = latency_from(j["cold"]);
+    c.rewrite = latency_from(j.value("rewrite", nlohmann::json::object()));
+    c.granularity_bytes = j.value("granularity_bytes", uint64_t{0});
+    c.granularity_note = j.value("granularity_note", std::string());
+    c.strides = j.value("strides", 0u);
+    f.cold = c;
+    if (j.contains("warm") && j["warm"].is_object())
+        f.warm = latency_from(j["warm"]);
+    return f;
 }
 
 } // namespace prewarmd

@@ -16,12 +16,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/result.hh"
 #include "engine/device.hh"
 
 namespace prewarmd {
 
-struct LatencySummary {
+struct ProbeLatency {
     double p50_s = 0;
     double p99_s = 0;
     unsigned samples = 0;
@@ -35,8 +37,8 @@ struct ProbeOptions {
 
 struct ColdProbe {
     double zero_read_bytes_per_s = 0; // reading never-written space
-    LatencySummary cold;              // first writes, one per stride
-    LatencySummary rewrite;           // the calibration places written again at once: warm here
+    ProbeLatency cold;                // first writes, one per stride
+    ProbeLatency rewrite;             // the calibration places written again at once: warm here
     uint64_t granularity_bytes = 0;   // estimated allocation unit, 64 KiB .. 4 MiB; 0 unknown
     std::string granularity_note;     // how sure, or why unknown
     unsigned strides = 0;             // K as used: the warm probe needs the same
@@ -56,7 +58,7 @@ std::vector<uint64_t> cold_offsets(uint64_t size_bytes, unsigned strides);
 std::vector<uint64_t> warm_offsets(uint64_t size_bytes, unsigned strides);
 
 Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options);
-Result<LatencySummary> probe_warm(const Device& device, unsigned strides);
+Result<ProbeLatency> probe_warm(const Device& device, unsigned strides);
 
 // The granularity from one region's write times: the cold reference (the region's
 // first write), the warm reference (the same place again), and the times of writes
@@ -66,11 +68,21 @@ Result<LatencySummary> probe_warm(const Device& device, unsigned strides);
 // enough to tell (no first-write penalty here).
 uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s);
 
+// What a job keeps of its probes: the cold one before it wrote anything, the warm
+// one once it was done. In its record, the API, prewarmctl show and the metrics.
+struct ProbeFigures {
+    std::optional<ColdProbe> cold;
+    std::optional<ProbeLatency> warm;
+};
+nlohmann::json to_json(const ProbeFigures& figures); // null when there is none
+nlohmann::json to_json(const ProbeLatency& summary);
+ProbeFigures probe_figures_from(const nlohmann::json& j); // empty when not one
+
 // p50 and p99 of the samples (nearest rank).
-LatencySummary summarize(std::vector<double> seconds);
+ProbeLatency summarize(std::vector<double> seconds);
 
 // Cold over warm p50; 0 when either is missing.
-double penalty_ratio(const LatencySummary& cold, const LatencySummary& warm);
+double penalty_ratio(const ProbeLatency& cold, const ProbeLatency& warm);
 
 // Whether the cold probe found a first-write penalty at all (cold p50 at least 3x
 // the rewrite's): without one, there is nothing for warming to remove.
@@ -78,6 +90,6 @@ bool has_penalty(const ColdProbe& cold);
 // Whether a warm probe still looks cold: warming did not stick (a backend that
 // drops zero writes, or a disk made sparse again). Nearer cold than warm, on a
 // log scale.
-bool still_cold(const ColdProbe& cold, const LatencySummary& warm);
+bool still_cold(const ColdProbe& cold, const ProbeLatency& warm);
 
 } // namespace prewarmd

@@ -63,9 +63,10 @@ std::map<std::string, DiskLoad> loads_between(const std::map<std::string, DiskCo
     for (const auto& [name, now] : after) {
         const auto was = before.find(name);
         if (was == before.end() || now.ios < was->second.ios)
-            continue; // new, or counters reset (a disk attached again)
+            continue;                   // new, or counters reset (a disk attached again)
+        const std::string& seen = name; // clang 14 lambdas cannot capture a binding
         if (std::any_of(ignored.begin(), ignored.end(), [&](const std::string& disk) {
-                return name == disk || partition_of(name, disk);
+                return seen == disk || partition_of(seen, disk);
             }))
             continue;
         DiskLoad load;

@@ -4,25 +4,34 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "base/unique_fd.hh"
+#include "base/units.hh"
+#include "engine/checkpoint.hh"
 #include "engine/device.hh"
 #include "engine/plan.hh"
+#include "measurement/probe.hh"
 
 namespace prewarmd {
 namespace {
 
-// A PrefillJob on its own thread, with the disk it holds open.
+// A PrefillJob on its own thread, with the disk it holds open; the probes around
+// it on the same thread, under the same exclusive open.
 class ThreadJob final : public RunningJob {
 public:
-    ThreadJob(Device device, const JobOptions& options, JobTarget target,
+    ThreadJob(Device device, const JobSpec& spec, JobTarget target,
               std::unique_ptr<IoEngine> engine, EventSink events, std::function<void()> on_finished)
-        : m_device(std::move(device)),
-          m_job(options, std::move(target), std::move(engine), m_device, std::move(events)),
-          m_thread([this, done = std::move(on_finished)] {
+        : m_device(std::move(device)), m_events(events), m_probe(spec.probe_before),
+          m_job(spec.options, std::move(target), std::move(engine), m_device, std::move(events)),
+          m_thread([this, spec, done = std::move(on_finished)] {
+              probe_before(spec);
               m_final = m_job.run();
+              if (m_final.state == JobState::done)
+                  probe_after(spec);
               m_finished = true;
               done();
           }) {}
@@ -39,6 +48,10 @@ public:
     void stop(JobState as, std::string reason) override { m_job.stop(as, std::move(reason)); }
     void set_rate(uint64_t rate) override { m_job.set_rate(rate); }
     bool finished() const override { return m_finished; }
+    ProbeFigures probe() const override {
+        std::lock_guard lock(m_probe_mutex);
+        return m_probe;
+    }
     ProgressSnapshot wait() override {
         if (m_thread.joinable())
             m_thread.join();
@@ -46,7 +59,75 @@ public:
     }
 
 private:
+    // A job from nothing gets a cold probe (a resumed one has written already);
+    // with backend_block = "auto", its granularity becomes the backend block.
+    void probe_before(const JobSpec& spec) {
+        const bool writes = spec.options.mode != Mode::read;
+        const auto checkpoint = load_checkpoint(spec.options.checkpoint_path);
+        const bool fresh = !m_probe.cold && !(checkpoint && *checkpoint);
+        if (spec.probe && writes && fresh) {
+            auto cold = probe_cold(m_device, ProbeOptions{});
+            if (!cold) {
+                m_events(EventLevel::warning, "probe: " + cold.error().message + ": not probed");
+            } else {
+                m_events(EventLevel::info,
+                         "probe: first writes p50 " + ms(cold->cold.p50_s) + ", p99 " +
+                             ms(cold->cold.p99_s) + ", written again p50 " +
+                             ms(cold->rewrite.p50_s) + "; granularity " +
+                             (cold->granularity_bytes ? format_size(cold->granularity_bytes)
+                                                      : std::string("unknown")));
+                std::lock_guard lock(m_probe_mutex);
+                m_probe.cold = *cold;
+            }
+        }
+        if (spec.backend_block_auto) {
+            const uint64_t found = m_probe.cold && m_probe.cold->granularity_bytes
+                                       ? m_probe.cold->granularity_bytes
+                                       : 2ULL << 20;
+            const uint64_t block = std::min(found, spec.options.chunk_bytes);
+            m_job.set_backend_block(block);
+            m_events(EventLevel::info, "backend block " + format_size(block) +
+                                           (m_probe.cold && m_probe.cold->granularity_bytes
+                                                ? " (as probed)"
+                                                : " (the probe could not tell)"));
+        }
+    }
+
+    // Done: the warm places, and whether the warming stuck.
+    void probe_after(const JobSpec& spec) {
+        if (!spec.probe || !m_probe.cold)
+            return;
+        auto warm = probe_warm(m_device, m_probe.cold->strides);
+        if (!warm) {
+            m_events(EventLevel::warning, "probe after: " + warm.error().message);
+            return;
+        }
+        const bool stuck = !still_cold(*m_probe.cold, *warm);
+        m_events(stuck ? EventLevel::info : EventLevel::warning,
+                 stuck ? "probe after: warm places p50 " + ms(warm->p50_s) + ", " +
+                             format_ratio(penalty_ratio(m_probe.cold->cold, *warm)) +
+                             " faster than cold"
+                       : "probe after: warming did not stick: the warm places still write in " +
+                             ms(warm->p50_s) + " (a backend that drops zero writes?)");
+        std::lock_guard lock(m_probe_mutex);
+        m_probe.warm = *warm;
+    }
+
+    static std::string ms(double seconds) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.2f ms", seconds * 1000);
+        return text;
+    }
+    static std::string format_ratio(double ratio) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1fx", ratio);
+        return text;
+    }
+
     Device m_device; // closed when the job is gone: the exclusive open ends with it
+    EventSink m_events;
+    mutable std::mutex m_probe_mutex;
+    ProbeFigures m_probe;
     PrefillJob m_job;
     ProgressSnapshot m_final;
     std::atomic<bool> m_finished{false};
@@ -111,8 +192,10 @@ Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, con
     target.regions.add(0, target.geometry.size_bytes);
     auto log = m_log;
     const auto identity = spec.identity;
+    JobSpec run = spec;
+    run.options = options;
     return std::unique_ptr<RunningJob>(new ThreadJob(
-        std::move(*device), options, std::move(target), std::move(*engine),
+        std::move(*device), run, std::move(target), std::move(*engine),
         [log, identity](EventLevel level, const std::string& message) {
             log(level == EventLevel::warning, identity + ": " + message);
         },

@@ -10,6 +10,7 @@
 #include "discovery/disk_info.hh"
 #include "discovery/match.hh"
 #include "engine/job.hh"
+#include "measurement/probe.hh"
 #include "measurement/progress.hh"
 #include "safety/classify.hh"
 
@@ -19,6 +20,11 @@ struct JobSpec {
     std::string identity;
     JobOptions options;     // rate, mode, checkpoint path, ...
     bool requested = false; // asked for: a disk holding data may be warmed too
+    // [prefill] probe: a cold probe before a job that starts from nothing (none
+    // yet in `probe`), a warm one after a job that ends done.
+    bool probe = false;
+    ProbeFigures probe_before;       // from the record: a resumed job keeps its cold probe
+    bool backend_block_auto = false; // the probe's granularity sets the backend block
 };
 
 // A job on its own thread.
@@ -31,6 +37,8 @@ public:
     virtual void stop(JobState as, std::string reason) = 0;
     virtual void set_rate(uint64_t rate_bytes_per_s) = 0;
     virtual bool finished() const = 0;
+    // Its probes so far (cold once measured, warm once done).
+    virtual ProbeFigures probe() const { return {}; }
     // Joins the thread; the final snapshot.
     virtual ProgressSnapshot wait() = 0;
 };

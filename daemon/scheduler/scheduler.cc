@@ -26,6 +26,7 @@ struct Scheduler::Entry {
     uint64_t order = 0;
     std::unique_ptr<RunningJob> job;
     ProgressSnapshot last;
+    ProbeFigures probe; // from the record, or the job's
     // A job we stop ourselves ends in this state (or, at shutdown, keeps its own).
     std::optional<JobState> stopping_as;
     std::string stopping_reason;
@@ -78,6 +79,7 @@ Scheduler::Scheduler(const Config& config, const StateDir& state, JobHost& host,
         entry->last.written_bytes = r.written_bytes;
         entry->last.skipped_bytes = r.skipped_bytes;
         entry->last.total_bytes = r.size_bytes;
+        entry->probe = r.probe;
         m_entries[r.identity] = std::move(entry);
     }
 }
@@ -127,6 +129,7 @@ void Scheduler::save(const Entry& e) {
     r.written_bytes = progress.written_bytes;
     r.skipped_bytes = progress.skipped_bytes;
     r.updated_unix = static_cast<int64_t>(std::time(nullptr));
+    r.probe = e.job ? e.job->probe() : e.probe;
     if (auto saved = m_state.save(r); !saved)
         log(true, e, "cannot save its record: " + saved.error().message);
 }
@@ -319,6 +322,9 @@ JobSpec Scheduler::spec_for(const Entry& e) const {
     o.mode = e.mode.value_or(m_config.mode);
     o.chunk_bytes = m_config.chunk_bytes;
     o.backend_block_bytes = m_config.backend_block_bytes;
+    spec.probe = m_config.probe;
+    spec.probe_before = e.probe;
+    spec.backend_block_auto = m_config.backend_block_auto;
     o.queue_depth = e.queue_depth.value_or(m_config.queue_depth);
     o.idle_priority = m_config.idle_priority;
     o.checkpoint_path = m_state.checkpoint_path(e.identity);
@@ -404,6 +410,7 @@ void Scheduler::reap() {
         if (!e.job || !e.job->finished())
             continue;
         e.last = e.job->wait();
+        e.probe = e.job->probe();
         e.job.reset(); // closes the disk
         any = true;
         if (e.keep_state) {
@@ -649,6 +656,7 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.first_seen_unix = e->first_seen_unix;
     v.state_since_unix = e->state_since_unix;
     v.progress = e->job ? e->job->snapshot() : e->last;
+    v.probe = e->job ? e->job->probe() : e->probe;
     if (e->job && v.progress.state == JobState::paused && v.state == JobState::running) {
         v.state = JobState::paused; // paused by the job itself: the backend is full
         v.reason = v.progress.reason;

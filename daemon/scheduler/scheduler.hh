@@ -34,6 +34,7 @@ struct DiskView {
     DiskFacts facts;
     bool requested = false;
     ProgressSnapshot progress;
+    ProbeFigures probe;
     int64_t first_seen_unix = 0; // this run
     int64_t state_since_unix = 0;
 };

@@ -47,6 +47,7 @@ Result<JobRecord> parse_record(std::string_view text) {
         r.written_bytes = j.at("written_bytes").get<uint64_t>();
         r.skipped_bytes = j.at("skipped_bytes").get<uint64_t>();
         r.updated_unix = j.at("updated_unix").get<int64_t>();
+        r.probe = probe_figures_from(j.value("probe", nlohmann::json()));
         return r;
     } catch (const std::exception& e) {
         return Error{-EBADMSG, std::string("a field is missing or wrong: ") + e.what()};
@@ -103,6 +104,7 @@ Result<void> StateDir::save(const JobRecord& r) const {
         {"skipped_bytes", r.skipped_bytes},
         {"updated_unix",
          r.updated_unix ? r.updated_unix : static_cast<int64_t>(std::time(nullptr))},
+        {"probe", to_json(r.probe)},
     };
     return write_file_atomically(m_path + "/jobs/" + r.identity + ".json",
                                  seal(record_kind, 1, json_text(j) + "\n"));

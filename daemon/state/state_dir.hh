@@ -9,6 +9,7 @@
 
 #include "base/result.hh"
 #include "base/unique_fd.hh"
+#include "measurement/probe.hh"
 #include "measurement/progress.hh"
 
 namespace prewarmd {
@@ -27,6 +28,7 @@ struct JobRecord {
     uint64_t written_bytes = 0;
     uint64_t skipped_bytes = 0;
     int64_t updated_unix = 0;
+    ProbeFigures probe; // cold before the job wrote, warm once done
 };
 
 class StateDir {

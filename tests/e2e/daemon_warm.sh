@@ -14,14 +14,23 @@ match = '"$(sim_match)"'
 attach_grace = "1s"
 [prefill]
 total_rate = "unlimited"
-max_parallel = 2'
+max_parallel = 2
+backend_block = "auto"'
 
 for name in a b; do
     wait_for_log "$(disk_pattern "$name"): running -> done" 30
     check_eq "$(stat_of "$name" blocks_allocated)" "$(stat_of "$name" blocks_total)" \
         "disk $name: every block allocated"
     check_eq "$(record_of "$name" state)" done "disk $name: recorded"
+    # Probed before and after (cowsim's blocks: 2 MiB), the block size used as found.
+    check_eq "$(record_of "$name" probe.granularity_bytes)" 2097152 "disk $name: probed granularity"
+    check_eq "$(record_of "$name" probe.warming_stuck)" true "disk $name: warming stuck"
+    check_ge "$(record_of "$name" probe.penalty_ratio)" 3 "disk $name: cold over warm, p50"
+    wait_for_log "$(disk_pattern "$name" | cut -d' ' -f1): backend block 2.00 MiB \(as probed\)"
 done
+grep -q 'prewarmd_disk_first_write_seconds{.*phase="warm",quantile="0.99"}' <(curl -s "$API/metrics") ||
+    fail "no warm probe in the metrics"
+pass "the probes are in the metrics"
 wait_for_log "$(disk_pattern data): discovered -> skipped: holds data, warmed only when asked: has ext4 filesystem \(UUID 22222222-3333-4444-5555-666666666666\)"
 [[ $(stat_of data blocks_allocated) -lt $(stat_of data blocks_total) ]] ||
     fail "the ext4 disk was written through"

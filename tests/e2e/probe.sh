@@ -18,7 +18,7 @@ for disk in g64k:65536 g2m:2097152 g4m:4194304; do
         fail "$name: probe: exit $?"
     check_eq "$(jq .granularity_bytes "$TEST_DIR/$name.json")" "$block" \
         "$name: granularity ($(jq -r .granularity_note "$TEST_DIR/$name.json"))"
-    check_ge "$(jq .penalty_ratio "$TEST_DIR/$name.json")" 10 "$name: cold over rewrite, p50"
+    check_ge "$(jq .first_write_penalty "$TEST_DIR/$name.json")" 10 "$name: cold over rewrite, p50"
     "$prewarmd" prefill --json "$dev" >/dev/null 2>&1 || fail "$name: prefill: exit $?"
     "$prewarmd" probe --json --warm --against "$TEST_DIR/$name.cold" "$dev" >"$TEST_DIR/$name.warm" ||
         fail "$name: warm probe: exit $? $(cat "$TEST_DIR/$name.warm")"

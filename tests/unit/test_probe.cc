@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "measurement/probe.hh"
 
 using namespace prewarmd;
@@ -64,4 +66,33 @@ TEST_CASE("latency summaries, the penalty ratio and warming that did not stick")
     thick.rewrite = summarize({warm});
     CHECK_FALSE(has_penalty(thick));
     CHECK_FALSE(still_cold(thick, summarize({warm})));
+}
+
+TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
+    CHECK(to_json(ProbeFigures{}).is_null());
+    ProbeFigures f;
+    f.cold = ColdProbe{};
+    f.cold->zero_read_bytes_per_s = 1.5e9;
+    f.cold->cold = summarize({cold, cold});
+    f.cold->rewrite = summarize({warm});
+    f.cold->granularity_bytes = 2 * MiB;
+    f.cold->granularity_note = "8 of 8 regions agree";
+    f.cold->strides = 16;
+    auto j = to_json(f);
+    CHECK(j["warm"].is_null());
+    CHECK(j["penalty_ratio"].is_null());
+    CHECK(j["first_write_penalty"].get<double>() == doctest::Approx(cold / warm));
+    f.warm = summarize({warm, warm});
+    j = to_json(f);
+    CHECK(j["warming_stuck"] == true);
+    const auto back = probe_figures_from(nlohmann::json::parse(j.dump()));
+    REQUIRE(back.cold);
+    REQUIRE(back.warm);
+    CHECK(back.cold->granularity_bytes == 2 * MiB);
+    CHECK(back.cold->strides == 16);
+    CHECK(back.cold->granularity_note == "8 of 8 regions agree");
+    CHECK(back.warm->p50_s == doctest::Approx(warm));
+    CHECK(to_json(back) == j);
+    CHECK_FALSE(probe_figures_from(nlohmann::json()).cold);
+    CHECK_FALSE(probe_figures_from(nlohmann::json::object()).cold);
 }
