@@ -176,12 +176,17 @@ int status(Context& c) {
     return exit_ok;
 }
 
-int show(Context& c, const std::string& disk) {
-    int code = exit_ok;
+// DISK (id, kernel name or device) as the API shows it; nullopt with `code` set.
+std::optional<json> fetch_disk(Context& c, const std::string& disk, int& code) {
     const auto id = resolve(c, disk, code);
     if (!id)
-        return code;
-    const auto d = fetch(c, "/v1/disks/" + *id, code);
+        return std::nullopt;
+    return fetch(c, "/v1/disks/" + *id, code);
+}
+
+int show(Context& c, const std::string& disk) {
+    int code = exit_ok;
+    const auto d = fetch_disk(c, disk, code);
     if (!d)
         return code;
     if (c.json_out)
@@ -194,17 +199,14 @@ int show(Context& c, const std::string& disk) {
 // The probes the daemon ran around the disk's job ([prefill] probe).
 int probe(Context& c, const std::string& disk) {
     int code = exit_ok;
-    const auto id = resolve(c, disk, code);
-    if (!id)
-        return code;
-    const auto d = fetch(c, "/v1/disks/" + *id, code);
+    const auto d = fetch_disk(c, disk, code);
     if (!d)
         return code;
+    const auto name = d->value("name", disk);
     const auto figures = d->value("probe", json());
     if (!figures.is_object())
-        return fail(exit_refused, d->value("name", *id) +
-                                      ": not probed (its job has not started, or [prefill] "
-                                      "probe is off)");
+        return fail(exit_refused, name + ": not probed (its job has not started, or [prefill] "
+                                         "probe is off)");
     if (c.json_out) {
         print_json(figures);
     } else {
@@ -213,7 +215,7 @@ int probe(Context& c, const std::string& disk) {
                         l.value("p50_seconds", 0.0) * 1000, l.value("p99_seconds", 0.0) * 1000,
                         l.value("samples", 0u));
         };
-        std::printf("%s:\n", d->value("name", *id).c_str());
+        std::printf("%s:\n", name.c_str());
         line("cold", figures["cold"]);
         line("rewrite", figures["rewrite"]);
         if (figures["warm"].is_object()) {
@@ -226,7 +228,7 @@ int probe(Context& c, const std::string& disk) {
                     figures.value("granularity_note", std::string()).c_str());
     }
     if (figures.value("warming_stuck", json()) == false)
-        return fail(exit_failed, d->value("name", *id) + ": warming did not stick");
+        return fail(exit_failed, name + ": warming did not stick");
     return exit_ok;
 }
 
