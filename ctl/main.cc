@@ -48,8 +48,9 @@ std::string usage() {
            "Commands:\n"
            "  status                      every disk: size, state, progress, rate, ETA\n"
            "  show DISK                   one disk in detail\n"
-           "  probe DISK                  its job's probes: cold and warm latency, granularity;\n"
-           "                              exit 1 when the warming did not stick\n"
+           "  probe DISK                  probe it now: first-write latency, granularity; once\n"
+           "                              warmed, the warm places (exit 1: the warming did not "
+           "stick)\n"
            "  start DISK [--mode M] [--rate R] [--queue-depth N]\n"
            "  pause DISK | resume DISK | cancel DISK | release DISK\n"
            "  watch [--interval D]        the status, live, until Ctrl-C\n"
@@ -176,17 +177,12 @@ int status(Context& c) {
     return exit_ok;
 }
 
-// DISK (id, kernel name or device) as the API shows it; nullopt with `code` set.
-std::optional<json> fetch_disk(Context& c, const std::string& disk, int& code) {
-    const auto id = resolve(c, disk, code);
-    if (!id)
-        return std::nullopt;
-    return fetch(c, "/v1/disks/" + *id, code);
-}
-
 int show(Context& c, const std::string& disk) {
     int code = exit_ok;
-    const auto d = fetch_disk(c, disk, code);
+    const auto id = resolve(c, disk, code);
+    if (!id)
+        return code;
+    const auto d = fetch(c, "/v1/disks/" + *id, code);
     if (!d)
         return code;
     if (c.json_out)
@@ -196,17 +192,23 @@ int show(Context& c, const std::string& disk) {
     return exit_ok;
 }
 
-// The probes the daemon ran around the disk's job ([prefill] probe).
+// Probes the disk now (the daemon does it): the warm places again when it was
+// probed before its job (did the warming stick?), else a cold probe.
 int probe(Context& c, const std::string& disk) {
     int code = exit_ok;
-    const auto d = fetch_disk(c, disk, code);
-    if (!d)
+    const auto id = resolve(c, disk, code);
+    if (!id)
         return code;
-    const auto name = d->value("name", disk);
-    const auto figures = d->value("probe", json());
+    auto reply = c.client.post("/v1/disks/" + *id + "/probe", json::object());
+    if (!reply)
+        return fail(exit_unreachable, reply.error().message);
+    if (reply->status != 200)
+        return refused(*reply);
+    const auto& d = reply->body;
+    const auto name = d.value("name", disk);
+    const auto figures = d.value("probe", json());
     if (!figures.is_object())
-        return fail(exit_refused, name + ": not probed (its job has not started, or [prefill] "
-                                         "probe is off)");
+        return fail(exit_failed, name + ": no probe figures in the answer");
     if (c.json_out) {
         print_json(figures);
     } else {

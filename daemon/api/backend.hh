@@ -33,6 +33,10 @@ public:
     // Errors as the scheduler gives them: -ENOENT, -ENODEV, -EBUSY, -EINVAL.
     virtual Result<void> act(const std::string& identity, DiskAction action,
                              const StartRequest& start) = 0;
+    // Probes the disk now, under an exclusive open, with no job on it: its warm
+    // places when it has a cold probe (a re-probe: did the warming stick?), else a
+    // cold probe. Takes up to seconds; the disk's figures after it.
+    virtual Result<ProbeFigures> probe(const std::string& identity) = 0;
     virtual Result<ApiSettings> settings() = 0;
     virtual Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) = 0;
     // Discovery runs: the daemon has enumerated the disks and listens to udev.

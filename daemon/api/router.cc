@@ -213,6 +213,7 @@ const std::vector<ApiRoute>& ApiRouter::routes() {
         {"POST", "/v1/disks/{id}/resume", true},
         {"POST", "/v1/disks/{id}/cancel", true},
         {"POST", "/v1/disks/{id}/release", true},
+        {"POST", "/v1/disks/{id}/probe", true},
         {"GET", "/v1/settings", false},
         {"PATCH", "/v1/settings", true},
         {"GET", "/v1/events", false},
@@ -322,6 +323,16 @@ ApiResponse ApiRouter::handle(const ApiRequest& request) {
         const auto settings = m_backend.settings();
         return settings ? json_response(200, settings_json(*settings))
                         : error_response(settings.error());
+    }
+    if (path == "/v1/disks/{id}/probe") {
+        auto parsed = object_body(request);
+        if (auto* error = std::get_if<ApiResponse>(&parsed))
+            return *error;
+        for (const auto& [key, value] : std::get<json>(parsed).items())
+            return unknown_field(key, "none");
+        if (auto probed = m_backend.probe(id); !probed)
+            return error_response(probed.error());
+        return disk_response(200, id);
     }
     static const std::pair<std::string_view, DiskAction> actions[] = {
         {"/v1/disks/{id}/start", DiskAction::start},

@@ -302,6 +302,11 @@ const std::vector<Option>& options() {
          "Back off while the VM's other disks are slower than alone (docs/adaptive.md).", true,
          [](const toml::node& n, Config& c) { return boolean(n, c.adaptive); },
          [](const Config& a, const Config& b) { return a.adaptive == b.adaptive; }},
+        {"prefill", "adaptive_watch", "[]",
+         "The disks whose latency adaptive mode protects, by match rules; [] for every disk\n"
+         "but those being warmed.",
+         true, [](const toml::node& n, Config& c) { return rule_list(n, c.adaptive_watch); },
+         [](const Config& a, const Config& b) { return a.adaptive_watch == b.adaptive_watch; }},
         {"api", "listen", "[\"127.0.0.1:7433\"]",
          "TCP addresses of the HTTP API. One that is not loopback needs token_file (and\n"
          "tls_cert and tls_key, or a TLS-terminating proxy in front).",
@@ -439,10 +444,13 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     }
     auto match = parse_match_rules(config.match);
     auto exclude = parse_match_rules(config.exclude);
-    if (!match || !exclude)
-        return Error{-EINVAL, source + ": " + (!match ? match : exclude).error().message};
+    auto watch = parse_match_rules(config.adaptive_watch);
+    for (const auto* rules : {&match, &exclude, &watch})
+        if (!*rules)
+            return Error{-EINVAL, source + ": " + rules->error().message};
     config.match_rules = std::move(*match);
     config.exclude_rules = std::move(*exclude);
+    config.adaptive_watch_rules = std::move(*watch);
     return config;
 }
 

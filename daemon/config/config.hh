@@ -44,8 +44,9 @@ struct Config {
     std::chrono::milliseconds checkpoint_interval{5000};
     IoEngineKind io_engine = IoEngineKind::automatic;
     bool idle_priority = true;
-    bool probe = true;    // cold probe before a job, warm after
-    bool adaptive = true; // back off while the VM's other disks suffer
+    bool probe = true;                       // cold probe before a job, warm after
+    bool adaptive = true;                    // back off while the VM's other disks suffer
+    std::vector<std::string> adaptive_watch; // whose latency counts; empty: every other disk
     // [api]
     std::vector<std::string> api_listen = {"127.0.0.1:7433"};
     std::string api_socket = "/run/prewarmd/api.sock";
@@ -66,6 +67,7 @@ struct Config {
     // The rules above, parsed.
     std::vector<MatchRule> match_rules;
     std::vector<MatchRule> exclude_rules;
+    std::vector<MatchRule> adaptive_watch_rules;
 };
 
 // Reads a config file. Errors name the file, the line and the key:

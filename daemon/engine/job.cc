@@ -106,7 +106,7 @@ struct PrefillJob::Buffers {
 };
 
 struct PrefillJob::Command {
-    enum class Kind { pause, resume, stop, rate } kind;
+    enum class Kind { pause, resume, stop, rate, depth } kind;
     JobState as = JobState::cancelled;
     std::string reason;
     uint64_t rate = 0;
@@ -115,8 +115,9 @@ struct PrefillJob::Command {
 
 PrefillJob::PrefillJob(const JobOptions& options, JobTarget target,
                        std::unique_ptr<IoEngine> engine, const DeviceProbe& probe, EventSink events)
-    : m_options(options), m_backend_block(options.backend_block_bytes), m_target(std::move(target)), m_engine(std::move(engine)), m_probe(probe),
-      m_events(std::move(events)), m_wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+    : m_options(options), m_backend_block(options.backend_block_bytes), m_target(std::move(target)),
+      m_engine(std::move(engine)), m_probe(probe), m_events(std::move(events)),
+      m_wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       m_bucket(options.rate_bytes_per_s,
                options.burst_bytes ? options.burst_bytes : options.chunk_bytes, Clock::now()),
       m_window(Clock::now()) {
@@ -306,6 +307,9 @@ void PrefillJob::take_commands(Clock::time_point now) {
                               now);
             m_throttled_until.reset();
             break;
+        case Command::Kind::depth:
+            m_depth_cap = std::max<uint64_t>(1, command.rate);
+            break;
         }
     }
     if (!commands.empty())
@@ -320,7 +324,7 @@ void PrefillJob::issue(Clock::time_point now) {
     for (auto& slot : m_slots) {
         if (slot.stage != Slot::Stage::idle)
             continue;
-        if (m_free_buffers.empty())
+        if (m_free_buffers.empty() || in_flight() >= m_depth_cap)
             break;
         if (!m_next) {
             if (!m_redo.empty()) {
@@ -716,6 +720,10 @@ void PrefillJob::stop(JobState as, std::string reason) {
 
 void PrefillJob::set_rate(uint64_t rate_bytes_per_s, uint64_t burst_bytes) {
     command({Command::Kind::rate, {}, {}, rate_bytes_per_s, burst_bytes});
+}
+
+void PrefillJob::set_queue_depth(unsigned depth) {
+    command({Command::Kind::depth, {}, {}, depth, 0});
 }
 
 } // namespace prewarmd

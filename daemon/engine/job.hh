@@ -76,6 +76,8 @@ public:
     void resume();
     void stop(JobState as = JobState::cancelled, std::string reason = {});
     void set_rate(uint64_t rate_bytes_per_s, uint64_t burst_bytes = 0);
+    // At most this many chunks in flight from now on (1 .. the queue depth it has).
+    void set_queue_depth(unsigned depth);
     ProgressSnapshot snapshot() const;
 
 private:
@@ -128,6 +130,7 @@ private:
     // The job thread's own state.
     std::unique_ptr<Buffers> m_buffers;
     std::vector<Slot> m_slots;
+    size_t m_depth_cap = SIZE_MAX; // set_queue_depth: the slots used at most
     std::vector<int> m_free_buffers;
     RangeSet m_done;                // flushed: in the checkpoint
     std::vector<Extent> m_pending;  // completed, not yet flushed

@@ -47,6 +47,7 @@ public:
     void resume() override { m_job.resume(); }
     void stop(JobState as, std::string reason) override { m_job.stop(as, std::move(reason)); }
     void set_rate(uint64_t rate) override { m_job.set_rate(rate); }
+    void set_queue_depth(unsigned depth) override { m_job.set_queue_depth(depth); }
     bool finished() const override { return m_finished; }
     ProbeFigures probe() const override {
         std::lock_guard lock(m_probe_mutex);
@@ -200,6 +201,30 @@ Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, con
             log(level == EventLevel::warning, identity + ": " + message);
         },
         std::move(on_finished)));
+}
+
+Result<ProbeFigures> probe_disk(const DiskInfo& disk, const ProbeFigures& before) {
+    auto device = Device::open(disk.devnode, Device::Access::write);
+    if (!device)
+        return device.error();
+    if (disk.diskseq && device->diskseq() && disk.diskseq != device->diskseq())
+        return Error{-ESTALE, disk.devnode + " is another disk now"};
+    const auto verdict = classify(disk, device->fd(), SystemView::read());
+    if (verdict.verdict == Verdict::refused)
+        return Error{-EBUSY, "refused: " + verdict.reasons_text()};
+    ProbeFigures after = before;
+    if (before.cold) {
+        auto warm = probe_warm(*device, before.cold->strides);
+        if (!warm)
+            return warm.error();
+        after.warm = *warm;
+    } else {
+        auto cold = probe_cold(*device, ProbeOptions{});
+        if (!cold)
+            return cold.error();
+        after.cold = *cold;
+    }
+    return after;
 }
 
 } // namespace prewarmd

@@ -25,4 +25,9 @@ private:
     std::function<void(bool, const std::string&)> m_log;
 };
 
+// A probe asked for (Scheduler::begin_probe said it may run), on the caller's thread:
+// the disk opened and judged as for a job; the warm places when `before` has a
+// cold probe, else a cold probe. The figures after it.
+Result<ProbeFigures> probe_disk(const DiskInfo& disk, const ProbeFigures& before);
+
 } // namespace prewarmd

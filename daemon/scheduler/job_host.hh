@@ -36,6 +36,8 @@ public:
     virtual void resume() = 0;
     virtual void stop(JobState as, std::string reason) = 0;
     virtual void set_rate(uint64_t rate_bytes_per_s) = 0;
+    // Chunks in flight at most, up to the depth it started with.
+    virtual void set_queue_depth(unsigned depth) = 0;
     virtual bool finished() const = 0;
     // Its probes so far (cold once measured, warm once done).
     virtual ProbeFigures probe() const { return {}; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <ctime>
 
 #include "base/units.hh"
@@ -26,7 +27,8 @@ struct Scheduler::Entry {
     uint64_t order = 0;
     std::unique_ptr<RunningJob> job;
     ProgressSnapshot last;
-    ProbeFigures probe; // from the record, or the job's
+    ProbeFigures probe;   // from the record, or the job's
+    bool probing = false; // a probe asked for runs: no job starts meanwhile
     // A job we stop ourselves ends in this state (or, at shutdown, keeps its own).
     std::optional<JobState> stopping_as;
     std::string stopping_reason;
@@ -349,7 +351,7 @@ void Scheduler::schedule() {
             break;
         Entry* next = nullptr;
         for (auto& [id, e] : m_entries)
-            if (e->attached && e->state == JobState::queued && !e->job &&
+            if (e->attached && e->state == JobState::queued && !e->job && !e->probing &&
                 (!next ||
                  std::pair(!e->requested, e->order) < std::pair(!next->requested, next->order)))
                 next = e.get();
@@ -391,6 +393,10 @@ void Scheduler::rebalance() {
                               1, static_cast<uint64_t>(static_cast<double>(rate) * m_pressure))
                         : (m_pressure == 0 ? 1 : 0);
         e->job->set_rate(rate);
+        // Fewer chunks in flight too: a job backed off queues less in the backend.
+        const unsigned depth = e->queue_depth.value_or(m_config.queue_depth);
+        e->job->set_queue_depth(std::max(
+            1u, static_cast<unsigned>(std::lround(static_cast<double>(depth) * m_pressure))));
     }
 }
 
@@ -456,6 +462,38 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     ready(*e);
     schedule();
     return {};
+}
+
+Result<Scheduler::ProbeTicket> Scheduler::begin_probe(const std::string& identity) {
+    auto* e = find(identity);
+    if (!e)
+        return Error{-ENOENT, "no disk " + identity};
+    if (!e->attached)
+        return Error{-ENODEV, identity + " is not attached"};
+    if (e->job || e->probing)
+        return Error{-EBUSY, identity + (e->job ? " has a job running: probed when it is done"
+                                                : " is being probed already")};
+    e->look = m_host.look(e->disk);
+    if (e->look.verdict == Verdict::refused)
+        return Error{-EBUSY, identity + " may not be touched: " + e->look.reasons_text()};
+    e->probing = true;
+    return ProbeTicket{e->disk, e->probe};
+}
+
+void Scheduler::end_probe(const std::string& identity, const Result<ProbeFigures>& figures) {
+    auto* e = find(identity);
+    if (!e)
+        return;
+    e->probing = false;
+    if (figures) {
+        e->probe = *figures;
+        log(false, *e, figures->warm ? "probed again" : "probed");
+        if (e->has_record)
+            save(*e);
+    } else {
+        log(true, *e, "probe: " + figures.error().message);
+    }
+    schedule();
 }
 
 Result<void> Scheduler::pause(const std::string& identity) {

@@ -80,6 +80,16 @@ public:
     Result<void> release(const std::string& identity);
     // Any of the above (start takes `start`).
     Result<void> act(const std::string& identity, DiskAction action, const StartRequest& start);
+    // A probe asked for (the API): begin_probe checks the disk may be probed now (no
+    // job on it, attached, not refused) and keeps jobs off it until end_probe, which
+    // keeps the figures. The probe itself runs on the caller's thread, not here.
+    struct ProbeTicket {
+        DiskInfo disk;
+        ProbeFigures before;
+    };
+    Result<ProbeTicket> begin_probe(const std::string& identity);
+    void end_probe(const std::string& identity, const Result<ProbeFigures>& figures);
+
     void set_total_rate(uint64_t rate_bytes_per_s);
     // Adaptive mode: every running job's rate times `factor` (0 holds them, 1 is as
     // configured); `reference` stands for total_rate when that is unlimited.

@@ -64,6 +64,24 @@ public:
             return busy();
         return *done;
     }
+    Result<ProbeFigures> probe(const std::string& id) override {
+        auto ticket =
+            m_dispatcher.call([this, id] { return m_scheduler.begin_probe(id); }, api_timeout);
+        if (!ticket)
+            return busy();
+        if (!*ticket)
+            return ticket->error();
+        // Here, on the HTTP worker's thread: the loop goes on meanwhile.
+        auto figures = probe_disk((*ticket)->disk, (*ticket)->before);
+        // Runs even if this wait gives up: the disk is never left marked as probed.
+        m_dispatcher.call(
+            [this, id, figures] {
+                m_scheduler.end_probe(id, figures);
+                return true;
+            },
+            api_timeout);
+        return figures;
+    }
     Result<ApiSettings> settings() override {
         return answer(m_dispatcher.call([this] { return current(); }, api_timeout));
     }
@@ -385,17 +403,28 @@ void Service::adapt() {
     auto counters = parse_diskstats(text.str());
     std::set<std::string> ours;
     double rate = 0;
-    for (const auto& d : m_scheduler->disks())
+    const auto disks = m_scheduler->disks();
+    for (const auto& d : disks)
         if (d.state == JobState::running) {
             ours.insert(d.disk.name);
             rate += d.progress.rate_1s_bytes_per_s;
         }
+    // [prefill] adaptive_watch: only the disks it names count.
+    const auto& watch = m_config.adaptive_watch_rules;
+    std::set<std::string> watched;
+    for (const auto& d : disks)
+        if (std::any_of(watch.begin(), watch.end(),
+                        [&](const MatchRule& rule) { return rule.matches(d.disk); }))
+            watched.insert(d.disk.name);
     if (m_backoff.factor() == 1 && rate > 0)
         m_full_rate = static_cast<uint64_t>(rate);
     const double seconds = std::chrono::duration<double>(now - m_diskstats_at).count();
     // A gap (no job ran) says nothing about now: start over from this reading.
     if (!m_diskstats.empty() && seconds < 3) {
-        const double factor = m_backoff.update(loads_between(m_diskstats, counters, seconds, ours));
+        auto loads = loads_between(m_diskstats, counters, seconds, ours);
+        if (!watch.empty())
+            std::erase_if(loads, [&](const auto& load) { return !watched.count(load.first); });
+        const double factor = m_backoff.update(loads);
         if (factor > 0 && factor < 1 && !m_backed_off)
             log_info("adaptive: backing off, " + m_backoff.why());
         else if (factor == 1 && m_backed_off)

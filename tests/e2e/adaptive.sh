@@ -1,6 +1,7 @@
 # Adaptive mode in the daemon: while fio writes to disk A of the same cowsim (one
 # backend, bandwidth-capped), the prefill of disk B backs off, saying why; once
-# fio is done it is back at full rate, and B is warmed to the end.
+# fio is done it is back at full rate, and B is warmed to the end. adaptive_watch
+# keeps the daemon's eyes on A only.
 source "$(dirname "$0")/lib.sh"
 require_devices
 require_udevd
@@ -18,7 +19,9 @@ start_daemon "[discovery]
 match = [\"${rule%'*'}sim_mnt_b-*\"]
 attach_grace = \"1s\"
 [prefill]
-total_rate = \"unlimited\""
+total_rate = \"unlimited\"
+# Disk A alone: other tests' disks, busy beside this one, are none of its business.
+adaptive_watch = [\"${rule%'*'}sim_mnt_a-*\"]"
 wait_for_log "adaptive: backing off, $(basename "$(dev_of a)") at [0-9.]+ ms, [0-9.]+ ms alone" 20
 wait "$fio_pid" || fail "fio: $(tail -5 "$TEST_DIR/fio")"
 wait_for_log "adaptive: the other disks are as fast as alone: full rate again" 30

@@ -64,12 +64,15 @@ expect_exit 0 "show" pc show "$a"
 grep -q "^  state:     done" "$TEST_DIR/out" || fail "show: $(cat "$TEST_DIR/out")"
 expect_exit 0 "show --json" pc --json show "$a"
 check_eq "$(jq -r .state "$TEST_DIR/out")" done "show --json: state"
-expect_exit 0 "probe" pc probe "$a"
+# probe: the done disk's warm places again (its job probed it cold before).
+expect_exit 4 "probe without the token" pc probe "$a"
+expect_exit 0 "probe again after the prefill" tok probe "$a"
 grep -q "^  cold/warm  [0-9.]*x" "$TEST_DIR/out" || fail "probe: $(cat "$TEST_DIR/out")"
-check_ge "$(pc --json probe "$a" | jq .penalty_ratio)" 2 "probe --json: cold over warm"
-# The failing disk's probe met its bad sector (at 32 MiB, a probe place): not probed.
-expect_exit 6 "probe a disk not probed" pc probe "$(dev_of bad)"
-grep -q "not probed" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
+check_ge "$(tok --json probe "$a" | jq .penalty_ratio)" 2 "probe --json: cold over warm"
+# The failing disk's bad sector (at 32 MiB) is one of the probe's places too.
+expect_exit 1 "probe a disk with a bad sector" tok probe "$(dev_of bad)"
+grep -q "write at offset $((32 * MiB))" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
+pass "the probe's error: $(cat "$TEST_DIR/err")"
 expect_exit 5 "show an unknown disk" pc show no-such-disk
 expect_exit 6 "resume a done disk" tok resume "$a"
 expect_exit 0 "pause" tok pause "$(dev_of slow)"

@@ -46,6 +46,14 @@ public:
         last_start = start;
         return {};
     }
+    Result<ProbeFigures> probe(const std::string& identity) override {
+        if (act_error)
+            return Error{act_error, "refused by the fake"};
+        if (!*disk(identity))
+            return Error{-ENOENT, "no disk " + identity};
+        probes.push_back(identity);
+        return ProbeFigures{};
+    }
     Result<ApiSettings> settings() override { return m_settings; }
     Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) override {
         ++updates;
@@ -64,6 +72,7 @@ public:
     int act_error = 0;
     int updates = 0;
     std::vector<std::pair<std::string, DiskAction>> actions;
+    std::vector<std::string> probes;
     StartRequest last_start;
     std::vector<DiskView> m_disks;
     ApiSettings m_settings{32 << 20, 1, AutoPrefill::blank};

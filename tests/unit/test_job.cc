@@ -143,6 +143,15 @@ TEST_CASE("the queue depth bounds the chunks in flight") {
     }
 }
 
+TEST_CASE("set_queue_depth lowers the chunks in flight while the job runs") {
+    Harness h(std::vector<char>(32 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 8});
+    h.make();
+    h.job->set_queue_depth(1); // taken up with the first commands, before any chunk
+    REQUIRE(h.job->run().state == JobState::done);
+    CHECK(h.io->max_in_flight == 1);
+    CHECK(total(h.io->writes) == 32 * MiB);
+}
+
 TEST_CASE("short reads and writes are completed, not ignored") {
     const auto before = disk_with_data(8 * MiB, {3 * MiB});
     Harness h(before, {.mode = Mode::rewrite, .chunk_bytes = MiB});

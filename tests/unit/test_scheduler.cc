@@ -31,6 +31,7 @@ public:
     }
     void stop(JobState as, std::string reason) override { finish(as, std::move(reason)); }
     void set_rate(uint64_t bytes_per_s) override { rate = bytes_per_s; }
+    void set_queue_depth(unsigned d) override { depth = d; }
     bool finished() const override { return m_finished; }
     ProgressSnapshot wait() override { return snapshot(); }
 
@@ -44,6 +45,7 @@ public:
         m_on_finished();
     }
     std::atomic<uint64_t> rate{0};
+    std::atomic<unsigned> depth{0};
 
 private:
     std::function<void()> m_on_finished;
@@ -371,4 +373,30 @@ TEST_CASE("sleep or shutdown: jobs stop checkpointed, wait, and start again afte
     CHECK(h.state_of(xvdb) == JobState::running);
     CHECK(h.host.jobs.size() == 2);
     CHECK(h.host.jobs.count("xvdb"));
+}
+
+TEST_CASE("adaptive pressure scales every running job's rate and queue depth; 0 holds them") {
+    Harness h("max_parallel = 2\nqueue_depth = 8\n");
+    const auto xvdb = xen_disk("xvdb", 51728), xvdc = xen_disk("xvdc", 51744);
+    for (const auto& d : {xvdb, xvdc}) {
+        h.scheduler->on_attached(d);
+        h.quiet(d);
+    }
+    REQUIRE(h.host.jobs.size() == 2);
+    CHECK(h.host.jobs["xvdb"]->rate == 50ULL << 20); // 100 MiB/s shared
+    h.scheduler->set_pressure(0.25, 0);
+    CHECK(h.host.jobs["xvdb"]->rate == 12800ULL << 10);
+    CHECK(h.host.jobs["xvdc"]->depth == 2);
+    h.scheduler->set_pressure(0, 0);
+    CHECK(h.host.jobs["xvdb"]->rate == 1);
+    CHECK(h.host.jobs["xvdb"]->depth == 1);
+    h.scheduler->set_pressure(1, 0);
+    CHECK(h.host.jobs["xvdb"]->rate == 50ULL << 20);
+    CHECK(h.host.jobs["xvdb"]->depth == 8);
+
+    // total_rate unlimited: the reference (the jobs' rate at full speed) is scaled.
+    h.scheduler->set_total_rate(0);
+    CHECK(h.host.jobs["xvdb"]->rate == 0);
+    h.scheduler->set_pressure(0.5, 400ULL << 20);
+    CHECK(h.host.jobs["xvdb"]->rate == 100ULL << 20);
 }
