@@ -81,6 +81,37 @@ std::map<std::string, DiskLoad> loads_between(const std::map<std::string, DiskCo
     return out;
 }
 
+double BackoffController::baseline(const std::string& name) const {
+    const auto alone = m_alone.find(name);
+    if (alone == m_alone.end() || alone->second.empty())
+        return 0;
+    double sum = 0;
+    for (const double l : alone->second)
+        sum += l;
+    return sum / static_cast<double>(alone->second.size());
+}
+
+// The worst disk over 1.3x its latency alone: a step down as deep as the excess
+// (at least halving), so a prefill that made a disk 100x slower stops at once.
+bool BackoffController::back_off(const std::map<std::string, DiskLoad>& loads) {
+    double scale = 1;
+    for (const auto& [name, load] : loads) {
+        const double alone = baseline(name);
+        if (load.ios < m_law.min_ios || alone <= 0 || load.latency_s <= m_law.harm * alone)
+            continue;
+        const double step = std::min(m_law.decrease, m_law.harm * alone / load.latency_s);
+        if (step < scale) {
+            scale = step;
+            m_why = name + " at " + ms(load.latency_s) + ", " + ms(alone) + " alone";
+        }
+    }
+    if (scale == 1)
+        return false;
+    m_factor = std::max(m_law.floor, m_factor * scale);
+    m_quiet = 0;
+    return true;
+}
+
 double BackoffController::update(const std::map<std::string, DiskLoad>& loads) {
     if (m_window) {
         // The jobs were held: what each busy disk does alone.
@@ -94,36 +125,31 @@ double BackoffController::update(const std::map<std::string, DiskLoad>& loads) {
         }
         m_window = false;
         m_since_window = 0;
+        // The second before the window, judged now that it has a baseline.
+        back_off(m_before_window);
+        m_before_window.clear();
         return m_factor;
     }
-    std::string harmed;
     bool busy = false, unknown = false;
-    for (const auto& [name, load] : loads) {
-        if (load.ios < m_law.min_ios)
-            continue;
-        busy = true;
-        const auto alone = m_alone.find(name);
-        if (alone == m_alone.end()) {
-            unknown = true;
-            continue;
+    for (const auto& [name, load] : loads)
+        if (load.ios >= m_law.min_ios) {
+            busy = true;
+            unknown |= baseline(name) <= 0;
         }
-        double baseline = 0;
-        for (const double l : alone->second)
-            baseline += l;
-        baseline /= static_cast<double>(alone->second.size());
-        if (load.latency_s > m_law.harm * baseline && harmed.empty())
-            harmed = name + " at " + ms(load.latency_s) + ", " + ms(baseline) + " alone";
-    }
-    if (!harmed.empty()) {
-        m_factor = std::max(m_law.floor, m_factor * m_law.decrease);
+    const bool harmed = back_off(loads);
+    if (!harmed && !busy) {
+        // Nobody to disturb: back to full speed quickly.
+        m_factor = std::min(1.0, m_factor * m_law.idle_increase);
         m_quiet = 0;
-        m_why = harmed;
-    } else if (++m_quiet >= m_law.quiet_needed) {
+    } else if (!harmed && ++m_quiet >= m_law.quiet_needed) {
         m_factor = std::min(1.0, m_factor * m_law.increase);
         m_quiet = 0;
     }
-    if (busy && (unknown || ++m_since_window >= m_law.window_every))
+    if (busy && (unknown || ++m_since_window >= m_law.window_every)) {
         m_window = true;
+        if (unknown)
+            m_before_window = loads;
+    }
     return factor();
 }
 

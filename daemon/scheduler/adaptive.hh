@@ -6,11 +6,12 @@
 // window, one second in which the jobs are held, taken whenever a busy disk has
 // no such figure yet and every 10 s while any disk is busy (the mean of its last
 // three windows is its baseline). The control law (AIMD), on the factor that
-// scales the jobs' rate:
+// scales the jobs' rate and queue depth:
 //
 //   harmed = some disk did at least 4 I/Os, at a latency above 1.3x its baseline
-//   harmed:  factor = max(0.05, factor x 0.5)         at once
-//   quiet:   factor = min(1, factor x 1.5)            after 2 quiet seconds in a row
+//   harmed:  factor = max(0.05, factor x min(0.5, 1.3 x baseline / latency))   at once
+//   quiet:   factor = min(1, factor x 1.25)           after 3 quiet seconds in a row
+//   idle:    factor = min(1, factor x 2)              each second no disk is busy
 //
 // With no other disk busy there are no windows, and the jobs run at full rate.
 // docs/adaptive.md has the reasoning and the figures.
@@ -51,9 +52,10 @@ public:
     struct Law {
         double harm = 1.3;          // latency over baseline that counts as harm
         double decrease = 0.5;      // the factor, times this, when harmed
-        double increase = 1.5;      // and times this when quiet long enough
+        double increase = 1.25;     // and times this when quiet long enough
+        double idle_increase = 2;   // or this, each interval no disk is busy
         double floor = 0.05;        // never slower than this share: the prefill finishes
-        unsigned quiet_needed = 2;  // quiet intervals in a row before a step up
+        unsigned quiet_needed = 3;  // quiet intervals in a row before a step up
         unsigned min_ios = 4;       // fewer I/Os in an interval say nothing
         unsigned window_every = 10; // intervals between quiet windows while disks are busy
         unsigned windows_kept = 3;  // a baseline is the mean of this many windows
@@ -69,8 +71,12 @@ public:
     const std::string& why() const { return m_why; }
 
 private:
+    double baseline(const std::string& name) const; // 0: never seen alone
+    bool back_off(const std::map<std::string, DiskLoad>& loads);
+
     Law m_law;
     std::map<std::string, std::vector<double>> m_alone; // latencies in quiet windows
+    std::map<std::string, DiskLoad> m_before_window;    // judged once the window is over
     double m_factor = 1;
     bool m_window = false;
     unsigned m_quiet = 0;
