@@ -1,6 +1,7 @@
 #include "client.hh"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -57,6 +58,14 @@ Result<Reply> Client::call(const std::string& method, const std::string& path,
                                  ? http.Post(path.c_str(), text, "application/json")
                                  : http.Patch(path.c_str(), text, "application/json");
     if (!result) {
+        // httplib keeps no errno: the socket's own answer says whether it is ours to use.
+        if (m_impl->target.url.empty() && ::access(m_impl->target.socket.c_str(), W_OK) < 0 &&
+            errno == EACCES)
+            return Error{-ECONNREFUSED,
+                         "cannot connect to prewarmd at " + where() +
+                             ": permission denied (the socket is for root and the group "
+                             "prewarmd: usermod -aG prewarmd USER; or read over "
+                             "--url http://127.0.0.1:7433)"};
         if (result.error() == httplib::Error::Connection)
             return Error{-ECONNREFUSED, "cannot connect to prewarmd at " + where() +
                                             ": is it running? (systemctl status prewarmd)"};

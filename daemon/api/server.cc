@@ -18,63 +18,19 @@
 #include <unordered_map>
 
 #include <httplib.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
+#include "api/access.hh"
+#include "api/token.hh"
 #include "base/clock.hh"
 #include "base/unique_fd.hh"
 
 namespace prewarmd {
 namespace {
 
-using Digest = std::array<unsigned char, 32>;
-
 constexpr size_t max_headers = 64;
 constexpr size_t max_header_bytes = 16 * 1024;
 constexpr int max_streams = 8;
-
-Digest sha256(std::string_view text) {
-    Digest out{};
-    unsigned int length = 0;
-    EVP_Digest(text.data(), text.size(), out.data(), &length, EVP_sha256(), nullptr);
-    return out;
-}
-
-bool token_character(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '~' ||
-           c == '-';
-}
-
-// The token file: a regular file only its owner may read; the token, trimmed.
-Result<Digest> load_token(const std::string& path) {
-    const auto bad = [&](const std::string& why) {
-        return Error{-EINVAL, "[api] token_file " + path + ": " + why};
-    };
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd)
-        return bad(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
-        return bad("not a regular file");
-    if (st.st_mode & 077)
-        return bad("readable by others than its owner: chmod 600 it");
-    char buffer[4097];
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0)
-        return bad(std::strerror(errno));
-    std::string token(buffer, static_cast<size_t>(n));
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
-        token.pop_back();
-    if (token.size() < 16 || token.size() > 4096)
-        return bad("the token must be 16 to 4096 characters long");
-    for (const char c : token)
-        if (!token_character(c))
-            return bad("the token may hold letters, digits and . _ ~ - only");
-    const auto digest = sha256(token);
-    OPENSSL_cleanse(token.data(), token.size());
-    return digest;
-}
 
 // Requests per second per client: a token bucket each, burst twice the rate.
 class RateLimiter {
@@ -137,9 +93,8 @@ bool is_loopback_address(const std::string& address) {
 }
 
 struct Listener {
-    std::string name;  // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
-    bool local = true; // loopback or the unix socket
-    bool unix_socket = false;
+    std::string name; // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
+    WayIn way = WayIn::loopback;
     std::unique_ptr<httplib::Server> server;
     std::thread thread;
 };
@@ -152,19 +107,80 @@ struct ApiServer::Impl {
     EventBus& events;
     Log log;
     RateLimiter limiter;
-    std::optional<Digest> token;
+    mutable std::mutex token_mutex; // a reload replaces the token and the group
+    std::string token_file;
+    TokenDigest token{};
+    Privileged privileged;
+    RefusalLog refusals;
     unsigned max_connections = 16;
     std::atomic<int> streams{0};
     std::atomic<bool> stopping{false};
     std::string socket_path;
     std::vector<std::unique_ptr<Listener>> listeners;
 
-    bool authorized(const httplib::Request& req) const {
-        const auto value = req.get_header_value("Authorization");
-        if (value.rfind("Bearer ", 0) != 0)
-            return false;
-        const auto given = sha256(std::string_view(value).substr(7));
-        return CRYPTO_memcmp(given.data(), token->data(), token->size()) == 0;
+    // The token (made at the first start when none is configured) and the group
+    // that may change things over the socket. At the start and on every reload.
+    Result<void> load_access(const Config& config) {
+        const auto path = token_path(config.api_token_file, config.state_dir);
+        if (config.api_token_file.empty()) {
+            auto made = make_token_if_missing(path);
+            if (!made)
+                return made.error();
+            if (*made)
+                log(false, "api: made a token for changes over TCP in " + path +
+                               " (readable by root only)");
+        }
+        auto digest = load_token(path);
+        if (!digest)
+            return digest.error();
+        Privileged group;
+        if (!config.api_socket_group.empty()) {
+            if (const struct group* g = ::getgrnam(config.api_socket_group.c_str())) {
+                group.gid = g->gr_gid;
+                group.name = config.api_socket_group;
+            } else {
+                log(true, "api: socket_group " + config.api_socket_group +
+                              ": no such group: only root may change things over the socket");
+            }
+        }
+        std::lock_guard lock(token_mutex);
+        token_file = path;
+        token = *digest;
+        privileged = group;
+        return {};
+    }
+
+    // The privilege model (api/access.hh), for this request on this listener.
+    AccessDecision access(const Listener& l, const httplib::Request& req) {
+        AccessRequest request;
+        request.way = l.way;
+        request.changes = req.method != "GET" && req.method != "HEAD";
+        Privileged group;
+        std::string file;
+        {
+            std::lock_guard lock(token_mutex);
+            if (req.has_header("Authorization"))
+                request.token = bearer_matches(req.get_header_value("Authorization"), token)
+                                    ? TokenGiven::valid
+                                    : TokenGiven::wrong;
+            group = privileged;
+            file = token_file;
+        }
+        // cpp-httplib gives a unix socket's peer pid as its remote_port.
+        if (l.way == WayIn::unix_socket && request.changes && request.token != TokenGiven::valid)
+            request.peers = unix_peers(socket_path, static_cast<pid_t>(req.remote_port));
+        auto decision = decide_access(request, group, file);
+        if (decision.status && request.changes) {
+            const auto peer =
+                l.way == WayIn::unix_socket
+                    ? (request.peers.empty() ? "pid " + std::to_string(req.remote_port)
+                                             : "uid " + std::to_string(request.peers.front().uid))
+                    : req.remote_addr;
+            if (refusals.first_in_a_while(peer, Clock::now()))
+                log(true, "api: refused " + req.method + " " + req.path + " from " + peer + " on " +
+                              l.name + ": " + decision.detail + " (logged once a minute per peer)");
+        }
+        return decision;
     }
 
     // Before any body is read: what the library does not bound, this does.
@@ -207,19 +223,20 @@ struct ApiServer::Impl {
                                   "one Authorization header only"));
         // The socket's own peer: for the unix socket, the pid (cpp-httplib puts it in
         // remote_port); a header is never trusted for this.
-        const auto client =
-            l.unix_socket ? "pid:" + std::to_string(req.remote_port) : req.remote_addr;
+        const auto client = l.way == WayIn::unix_socket ? "pid:" + std::to_string(req.remote_port)
+                                                        : req.remote_addr;
         if (!limiter.allow(client)) {
             auto out = problem(429, "too-many-requests", "Too many requests",
                                "slow down: at most the configured rate per second");
             out.headers.emplace_back("Retry-After", "1");
             return refuse(out);
         }
-        const bool mutating = req.method != "GET" && req.method != "HEAD";
-        if (token && (!l.local || mutating) && !authorized(req)) {
-            auto out = problem(401, "unauthorized", "Unauthorized",
-                               "this needs the bearer token: Authorization: Bearer TOKEN");
-            out.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"prewarmd\"");
+        if (const auto decision = access(l, req); decision.status) {
+            auto out = decision.status == 401
+                           ? problem(401, "unauthorized", "Unauthorized", decision.detail)
+                           : problem(403, "forbidden", "Forbidden", decision.detail);
+            if (decision.status == 401)
+                out.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"prewarmd\"");
             return refuse(out);
         }
         // Without Content-Length or Transfer-Encoding a request has no body (RFC 9112
@@ -360,26 +377,16 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
                                                     EventBus& events, Log log) {
     auto impl = std::make_unique<Impl>(router, events, log, config.api_rate_limit);
     impl->max_connections = config.api_max_connections;
-    if (!config.api_token_file.empty()) {
-        auto token = load_token(config.api_token_file);
-        if (!token)
-            return token.error();
-        impl->token = *token;
-    }
+    if (auto access = impl->load_access(config); !access)
+        return access.error();
     const bool tls = !config.api_tls_cert.empty() || !config.api_tls_key.empty();
     if (tls && (config.api_tls_cert.empty() || config.api_tls_key.empty()))
         return Error{-EINVAL, "[api] tls_cert and tls_key go together"};
-    for (const auto& address : config.api_listen)
-        if (!is_loopback_address(address) && !impl->token)
-            return Error{-EINVAL, "[api] listen " + address +
-                                      " is not loopback: set token_file (and tls_cert and "
-                                      "tls_key, or a TLS-terminating proxy), or listen on "
-                                      "127.0.0.1"};
 
     for (const auto& address : config.api_listen) {
         auto l = std::make_unique<Listener>();
         l->name = address + (tls ? " (TLS)" : "");
-        l->local = is_loopback_address(address);
+        l->way = is_loopback_address(address) ? WayIn::loopback : WayIn::remote;
         if (tls) {
             auto server = std::make_unique<httplib::SSLServer>(config.api_tls_cert.c_str(),
                                                                config.api_tls_key.c_str());
@@ -391,7 +398,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         } else {
             l->server = std::make_unique<httplib::Server>();
         }
-        if (!l->local && !tls)
+        if (l->way == WayIn::remote && !tls)
             log(true, "api: " + address +
                           " is not loopback and has no TLS: the token travels in clear; put a "
                           "TLS-terminating proxy in front");
@@ -411,7 +418,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
                 0755);
         auto l = std::make_unique<Listener>();
         l->name = "unix:" + config.api_socket;
-        l->unix_socket = true;
+        l->way = WayIn::unix_socket;
         l->server = std::make_unique<httplib::Server>();
         l->server->set_address_family(AF_UNIX);
         if (auto ok = configure(*impl, *l); !ok)
@@ -421,14 +428,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         impl->socket_path = config.api_socket;
         if (::chmod(config.api_socket.c_str(), config.api_socket_mode) < 0)
             return errno_error("[api] socket " + config.api_socket + ": chmod");
-        if (!config.api_socket_group.empty()) {
-            const group* g = ::getgrnam(config.api_socket_group.c_str());
-            if (!g)
-                return Error{-EINVAL,
-                             "[api] socket_group " + config.api_socket_group + ": no such group"};
-            if (::chown(config.api_socket.c_str(), static_cast<uid_t>(-1), g->gr_gid) < 0)
-                return errno_error("[api] socket " + config.api_socket + ": chown");
-        }
+        if (impl->privileged.gid &&
+            ::chown(config.api_socket.c_str(), static_cast<uid_t>(-1), *impl->privileged.gid) < 0)
+            return errno_error("[api] socket " + config.api_socket + ": chown");
         impl->listeners.push_back(std::move(l));
     }
     for (auto& l : impl->listeners) {
@@ -446,6 +448,10 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         log(false, "api: listening on " + l->name);
     }
     return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
+}
+
+Result<void> ApiServer::reload_access(const Config& config) {
+    return m_impl->load_access(config);
 }
 
 void ApiServer::stop() {

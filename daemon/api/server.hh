@@ -2,7 +2,8 @@
 // certificate) and a unix socket, each with its own worker pool, all handing
 // requests to one ApiRouter. Debian's 0.11.4 lacks several upstream fixes, so a
 // guard runs before any body is read: no Transfer-Encoding or Content-Encoding, one
-// Content-Length within 64 KiB, bounded headers, the token, the client's rate.
+// Content-Length within 64 KiB, bounded headers, the client's rate, and who may
+// read or change (api/access.hh).
 #pragma once
 
 #include <functional>
@@ -20,14 +21,20 @@ class ApiServer {
 public:
     using Log = std::function<void(bool warning, const std::string& line)>;
 
-    // Checks the settings (a listener that is not loopback needs a token; the token
-    // file must be 0600 and well-formed), binds every listener, and serves. Errors
-    // are meant for the operator: they name the setting.
+    // Loads the token (making STATE_DIR/api.token at the first start when no
+    // token_file is set; a token file must be 0600 and well-formed), binds every
+    // listener, and serves. Who may do what: api/access.hh. Errors are meant for the
+    // operator: they name the setting.
     static Result<std::unique_ptr<ApiServer>> start(const Config& config, ApiRouter& router,
                                                     EventBus& events, Log log);
     ~ApiServer();
     ApiServer(const ApiServer&) = delete;
     ApiServer& operator=(const ApiServer&) = delete;
+
+    // A reload: the token file read again (rotated: a new token in the file; or
+    // none, when the daemon made it: a new one is made), the socket's group looked up.
+    // On an error the old ones stay.
+    Result<void> reload_access(const Config& config);
 
     // Stops accepting, ends the event streams, and joins the listeners.
     void stop();

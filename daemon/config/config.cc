@@ -308,8 +308,9 @@ const std::vector<Option>& options() {
          true, [](const toml::node& n, Config& c) { return rule_list(n, c.adaptive_watch); },
          [](const Config& a, const Config& b) { return a.adaptive_watch == b.adaptive_watch; }},
         {"api", "listen", "[\"127.0.0.1:7433\"]",
-         "TCP addresses of the HTTP API. One that is not loopback needs token_file (and\n"
-         "tls_cert and tls_key, or a TLS-terminating proxy in front).",
+         "TCP addresses of the HTTP API. On loopback anyone may read; a change needs the\n"
+         "token. Elsewhere everything needs the token (and tls_cert and tls_key, or a\n"
+         "TLS-terminating proxy in front). docs/security.md.",
          false, [](const toml::node& n, Config& c) { return listen_list(n, c.api_listen); },
          [](const Config& a, const Config& b) { return a.api_listen == b.api_listen; }},
         {"api", "socket", "\"/run/prewarmd/api.sock\"",
@@ -325,14 +326,17 @@ const std::vector<Option>& options() {
              return {};
          },
          [](const Config& a, const Config& b) { return a.api_socket_mode == b.api_socket_mode; }},
-        {"api", "socket_group", "\"\"",
-         "The group that may use the socket besides root; \"\" keeps root's.", false,
+        {"api", "socket_group", "\"prewarmd\"",
+         "The socket's group: besides root, its members may change things over the socket\n"
+         "(others who may connect only read); \"\" or a missing group: root only.",
+         false,
          [](const toml::node& n, Config& c) { return text(n, c.api_socket_group, "a group name"); },
          [](const Config& a, const Config& b) { return a.api_socket_group == b.api_socket_group; }},
         {"api", "token_file", "\"\"",
-         "A file (mode 0600) holding the bearer token that changes need whenever it is set,\n"
-         "and every request not from this machine: letters, digits and ._~- , 16 or more.",
-         false, [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_token_file); },
+         "The bearer token that changes over TCP need, and every request not from this\n"
+         "machine: a file of mode 0600 holding 16 or more of letters, digits and ._~- .\n"
+         "\"\": STATE_DIR/api.token, made at the first start. Read again on a reload.",
+         true, [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_token_file); },
          [](const Config& a, const Config& b) { return a.api_token_file == b.api_token_file; }},
         {"api", "tls_cert", "\"\"", "A PEM certificate (chain): the TCP listeners speak TLS 1.2+.",
          false, [](const toml::node& n, Config& c) { return path_or_empty(n, c.api_tls_cert); },

@@ -51,8 +51,8 @@ struct Config {
     std::vector<std::string> api_listen = {"127.0.0.1:7433"};
     std::string api_socket = "/run/prewarmd/api.sock";
     unsigned api_socket_mode = 0660;
-    std::string api_socket_group;
-    std::string api_token_file;
+    std::string api_socket_group = "prewarmd";
+    std::string api_token_file; // "": STATE_DIR/api.token
     std::string api_tls_cert;
     std::string api_tls_key;
     unsigned api_max_connections = 16;

@@ -509,6 +509,10 @@ void Service::reload() {
         m_scheduler->set_boot_finished(true);
     if (m_dbus)
         m_dbus->set_group(m_config.dbus_group);
+    // The token is read again whether or not the file's name changed: a rotation.
+    if (m_api)
+        if (auto access = m_api->reload_access(m_config); !access)
+            log_error("reload: " + access.error().message + "; keeping the token in force");
     settings_changed();
     sd_notify(0, "READY=1");
     notify_status();

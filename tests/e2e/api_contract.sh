@@ -16,6 +16,7 @@ auto_prefill = "never"
 total_rate = "32MiB/s"
 '"$API_CONFIG"
 wait_for_api
+TOKEN=$(api_token)
 
 id=$(curl -s "$API/v1/disks" | jq -r --arg n "$(basename "$(dev_of a)")" '.disks[] | select(.name == $n) | .id')
 [[ $id == loop-* ]] || fail "no loop disk listed: $(curl -s "$API/v1/disks")"
@@ -31,6 +32,9 @@ check_eq "$(exchange GET /v1/settings)" 200 "GET /v1/settings"
 curl -sN --max-time 6 "$API/v1/events" >"$TEST_DIR/events" &
 events=$!
 sleep 0.3
+check_eq "$(TOKEN='' exchange POST "/v1/disks/$id/start")" 401 "start without the token"
+check_eq "$(TOKEN=wrong-token-wrong-token exchange PATCH /v1/settings -H 'Content-Type: application/json' -d '{}')" 401 \
+    "PATCH with a wrong token"
 check_eq "$(exchange POST "/v1/disks/$id/start" -H 'Content-Type: application/json' -d '{"queue_depth": 4}')" 202 "start"
 check_eq "$(exchange POST "/v1/disks/$id/start")" 202 "start again: the same job"
 wait_for_log "$(disk_pattern a): queued -> running"

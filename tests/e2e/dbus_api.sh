@@ -82,7 +82,8 @@ pbus set-property "${manager[@]}" MaxParallel u 3 || fail "set MaxParallel"
 check_eq "$(pbus get-property "${manager[@]}" MaxParallel)" "u 3" "MaxParallel after set"
 if pbus set-property "${manager[@]}" MaxParallel u 0 2>"$TEST_DIR/err"; then fail "MaxParallel 0 was taken"; fi
 check_eq "$(pbus get-property "${manager[@]}" MaxParallel)" "u 3" "MaxParallel after a refused set"
-curl -sf -X PATCH "$API/v1/settings" -H 'Content-Type: application/json' -d '{"auto_prefill": "blank"}' >/dev/null ||
+curl -sf --unix-socket "$API_SOCKET" -X PATCH http://x/v1/settings -H 'Content-Type: application/json' \
+    -d '{"auto_prefill": "blank"}' >/dev/null ||
     fail "PATCH over HTTP"
 check_eq "$(pbus get-property "${manager[@]}" AutoPrefill)" 's "blank"' "AutoPrefill after an HTTP PATCH"
 

@@ -277,12 +277,19 @@ wait_for_api() {
     fail "the API does not answer: $(tail -5 "$DAEMON_LOG")"
 }
 
+# The token the daemon made in its state directory at its first start: changes over
+# TCP need it (docs/security.md).
+api_token() { cat "$TEST_DIR/state/api.token"; }
+
 # One request, recorded in $TEST_DIR/exchanges.jsonl for the contract check; prints
-# the status. Extra arguments go to curl.
+# the status. With $TOKEN set, it goes as the bearer token. Extra arguments go to curl.
 exchange() { # METHOD PATH [CURL ARGS...]
     local method=$1 path=$2 meta
+    local -a auth=()
     shift 2
-    meta=$(curl -s -o "$TEST_DIR/body" -w '%{http_code} %{content_type}' -X "$method" "$@" "$API$path")
+    [[ -n ${TOKEN:-} ]] && auth=(-H "Authorization: Bearer $TOKEN")
+    meta=$(curl -s -o "$TEST_DIR/body" -w '%{http_code} %{content_type}' -X "$method" \
+        "${auth[@]+"${auth[@]}"}" "$@" "$API$path")
     jq -cn --arg m "$method" --arg p "$path" --argjson s "${meta%% *}" --arg c "${meta#* }" \
         --rawfile b "$TEST_DIR/body" '{method: $m, path: $p, status: $s, content_type: $c, body: $b}' \
         >>"$TEST_DIR/exchanges.jsonl"

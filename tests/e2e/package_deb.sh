@@ -1,6 +1,7 @@
 # The .deb: cpack builds it, lintian finds no error in it, dpkg installs it (the
-# files, the conffile, the unit enabled, `prewarmd --version`), and removing then
-# purging it leaves nothing behind.
+# files, the conffile, the unit enabled, the group prewarmd, `prewarmd --version`),
+# the unit's command starts (a stand-in for systemd: the token file and the
+# socket's group), and removing then purging it leaves nothing behind.
 source "$(dirname "$0")/lib.sh"
 [[ $(id -u) == 0 ]] || cannot_run "needs root to install a package"
 for tool in dpkg dpkg-query cpack lintian deb-systemd-helper; do
@@ -11,6 +12,7 @@ if dpkg-query -W -f='${db:Status-Status}' prewarmd 2>/dev/null | grep -qv not-in
     cannot_run "a prewarmd package is installed here; the test would replace it"
 fi
 build=$(dirname "$PREWARMD_BIN")
+group_before=$(getent group prewarmd || true)
 
 cpack --config "$build/CPackConfig.cmake" -G DEB -B "$TEST_DIR/pkg" >"$TEST_DIR/cpack" 2>&1 ||
     fail "cpack: $(tail -20 "$TEST_DIR/cpack")"
@@ -33,7 +35,7 @@ files=(/usr/sbin/prewarmd /usr/bin/prewarmctl /lib/systemd/system/prewarmd.servi
     /etc/prewarmd/prewarmd.toml /usr/share/dbus-1/system.d/org.prewarmd.Prewarmd1.conf
     /usr/share/man/man8/prewarmd.8.gz /usr/share/man/man1/prewarmctl.1.gz
     /usr/share/man/man5/prewarmd.toml.5.gz /usr/share/bash-completion/completions/prewarmctl
-    /usr/share/doc/prewarmd/copyright)
+    /usr/share/doc/prewarmd/copyright /usr/lib/sysusers.d/prewarmd.conf)
 for f in "${files[@]}"; do [[ -e $f ]] || fail "not installed: $f"; done
 pass "installed: ${#files[@]} files checked"
 dpkg-query -W -f='${Conffiles}\n' prewarmd | grep -q "^ /etc/prewarmd/prewarmd.toml " ||
@@ -48,6 +50,29 @@ pass "the installed config checks"
 man -l /usr/share/man/man5/prewarmd.toml.5.gz 2>/dev/null | grep -q "attach_grace" ||
     fail "prewarmd.toml(5) does not list attach_grace"
 pass "prewarmd.toml(5) lists the settings"
+getent group prewarmd >/dev/null || fail "no group prewarmd after the installation"
+pass "the group prewarmd: $(getent group prewarmd)"
+
+# The unit's own command, as systemd would run it (here without systemd as PID 1):
+# at its first start it makes the API token, readable by root only.
+exec_start=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/prewarmd.service)
+[[ -n $exec_start ]] || fail "no ExecStart in the unit"
+mkdir -p /var/lib/prewarmd && chmod 700 /var/lib/prewarmd # StateDirectory=, as systemd would
+$exec_start >"$TEST_DIR/service.log" 2>&1 &
+service=$!
+on_cleanup "kill $service 2>/dev/null; wait $service 2>/dev/null || true"
+for _ in $(seq 100); do
+    [[ -S /run/prewarmd/api.sock ]] && break
+    kill -0 "$service" 2>/dev/null || fail "the service died: $(cat "$TEST_DIR/service.log")"
+    sleep 0.1
+done
+[[ -S /run/prewarmd/api.sock ]] || fail "no socket after 10 s: $(cat "$TEST_DIR/service.log")"
+check_eq "$(stat -c '%a %U' /var/lib/prewarmd/api.token)" "600 root" "the token file at the first start"
+check_eq "$(stat -c '%a %G' /run/prewarmd/api.sock)" "660 prewarmd" "the socket's mode and group"
+check_eq "$(/usr/bin/prewarmctl --json settings | jq -r .auto_prefill)" blank "prewarmctl as root, no token"
+kill -TERM "$service"
+wait "$service" || fail "the service did not stop cleanly: $(cat "$TEST_DIR/service.log")"
+pass "the service stopped on SIGTERM"
 
 dpkg --remove prewarmd >"$TEST_DIR/dpkg" 2>&1 || fail "dpkg --remove: $(cat "$TEST_DIR/dpkg")"
 [[ ! -e /usr/sbin/prewarmd && -e /etc/prewarmd/prewarmd.toml ]] ||
@@ -62,5 +87,6 @@ for f in "${files[@]}" /etc/prewarmd /var/lib/prewarmd /etc/systemd/system/multi
     [[ -e $f || -L $f ]] && left+=("$f")
 done
 check_eq "${left[*]}" "" "what is left after the purge"
+check_eq "$(getent group prewarmd || true)" "$group_before" "the group prewarmd after the purge (as before)"
 check_eq "$(dpkg-query -W -f='${db:Status-Status}' prewarmd 2>/dev/null || echo not-installed)" \
     not-installed "the package's status after the purge"

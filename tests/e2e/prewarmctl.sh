@@ -1,5 +1,6 @@
 # prewarmctl against a running daemon warming simulated disks: status, show, start
-# (by kernel name, with options), wait (done, failed, timed out), settings, the token,
+# (by kernel name, with options), wait (done, failed, timed out), settings, the token
+# over TCP,
 # colours only on a terminal and never with NO_COLOR, watch redrawn in place and
 # left cleanly on Ctrl-C, and every failure path with its documented exit code.
 source "$(dirname "$0")/lib.sh"
@@ -36,10 +37,11 @@ expect_exit 0 "status" pc status
 grep -q "^$a .*discovered" "$TEST_DIR/out" || fail "status: no $a: $(cat "$TEST_DIR/out")"
 check_ge "$(pc --json status | jq '.disks | length')" 3 "disks in status --json"
 
-expect_exit 4 "start without the token" pc start "$a"
+# Over TCP a change needs the token; over the socket root needs none.
+expect_exit 4 "start over TCP without the token" "$ctl" --url "$API" start "$a"
 grep -q "give the token" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
-expect_exit 0 "start by kernel name, token from PREWARMD_TOKEN" env PREWARMD_TOKEN="$token" \
-    "$ctl" --socket "$API_SOCKET" start "$a" --queue-depth 4
+expect_exit 0 "start by kernel name over TCP, token from PREWARMD_TOKEN" env PREWARMD_TOKEN="$token" \
+    "$ctl" --url "$API" start "$a" --queue-depth 4
 check_eq "$(cat "$TEST_DIR/out")" "$a: running" "what start prints"
 tok() { pc --token-file "$TEST_DIR/token" "$@"; }
 expect_exit 0 "start the disk that fails" tok start "$(dev_of bad)"
@@ -65,7 +67,7 @@ grep -q "^  state:     done" "$TEST_DIR/out" || fail "show: $(cat "$TEST_DIR/out
 expect_exit 0 "show --json" pc --json show "$a"
 check_eq "$(jq -r .state "$TEST_DIR/out")" done "show --json: state"
 # probe: the done disk's warm places again (its job probed it cold before).
-expect_exit 4 "probe without the token" pc probe "$a"
+expect_exit 4 "probe over TCP without the token" "$ctl" --url "$API" probe "$a"
 expect_exit 0 "probe again after the prefill" tok probe "$a"
 grep -q "^  cold/warm  [0-9.]*x" "$TEST_DIR/out" || fail "probe: $(cat "$TEST_DIR/out")"
 check_ge "$(tok --json probe "$a" | jq .penalty_ratio)" 2 "probe --json: cold over warm"

@@ -1,0 +1,76 @@
+// Who may read and who may change, over each way into the HTTP API: the privilege
+// model of docs/security.md as one decision, asked for every request.
+//
+//   way in             read                  change
+//   unix socket        whoever may connect   root, the group; else the token
+//   TCP loopback       anyone                the token
+//   TCP, not loopback  the token             the token
+//
+// A TCP peer cannot be told apart from any other local user; a unix socket's peer
+// can, by the credentials the kernel fixed when it connected (SO_PEERCRED).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.hh"
+
+namespace prewarmd {
+
+enum class WayIn { unix_socket, loopback, remote };
+enum class TokenGiven { none, valid, wrong };
+
+struct Credentials {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<gid_t> groups; // supplementary
+};
+
+// Besides root, the group whose members may change things (none: root only).
+struct Privileged {
+    std::optional<gid_t> gid;
+    std::string name; // for messages
+
+    bool includes(const Credentials& peer) const;
+};
+
+struct AccessRequest {
+    WayIn way = WayIn::loopback;
+    bool changes = false; // any method but GET and HEAD
+    TokenGiven token = TokenGiven::none;
+    // The unix socket's peer: every connection of the peer's pid (see unix_peers).
+    std::vector<Credentials> peers;
+};
+
+struct AccessDecision {
+    int status = 0; // 0: allowed; 401 (the token is missing or wrong); 403 (the peer may not)
+    std::string detail;
+};
+
+AccessDecision decide_access(const AccessRequest& request, const Privileged& privileged,
+                             const std::string& token_path);
+
+// The credentials of the peer `pid` on this process's connections to the unix socket
+// at `socket_path`, read from the sockets (SO_PEERCRED, SO_PEERGROUPS: fixed when the
+// peer connected, unlike /proc/PID, whose pid may belong to another process by now).
+// Several when that pid made several connections; a change is allowed only if all
+// of them may (cpp-httplib tells a request's peer pid, not its socket).
+std::vector<Credentials> unix_peers(const std::string& socket_path, pid_t pid);
+
+// Refused changes are logged once per peer and minute.
+class RefusalLog {
+public:
+    bool first_in_a_while(const std::string& peer, Clock::time_point now);
+
+private:
+    std::mutex m_mutex;
+    std::map<std::string, Clock::time_point> m_last;
+};
+
+} // namespace prewarmd
