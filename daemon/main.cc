@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command.hh"
 #include "cli/config_command.hh"
 #include "cli/inspect_command.hh"
 #include "cli/prefill_command.hh"

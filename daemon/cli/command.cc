@@ -2,8 +2,6 @@
 
 #include <cstdio>
 
-#include "cli/prefill_command.hh"
-
 namespace prewarmd {
 
 int command_error(std::string_view command, int code, const std::string& message) {

@@ -13,6 +13,19 @@
 
 namespace prewarmd {
 
+// The commands' exit codes, documented in their help and in prewarmd(8).
+enum ExitCode : int {
+    exit_done = 0,
+    exit_failed = 1,
+    exit_usage = 2,
+    exit_interrupted = 3, // another writer wrote to the disk
+    exit_detached = 4,    // the device went away
+    exit_backend_full = 5,
+    exit_refused = 6, // in use or read-only
+    exit_sigint = 130,
+    exit_sigterm = 143,
+};
+
 // Prints "prewarmd COMMAND: MESSAGE" on standard error; returns `code`.
 int command_error(std::string_view command, int code, const std::string& message);
 

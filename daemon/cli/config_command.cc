@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "cli/command.hh"
-#include "cli/prefill_command.hh"
 #include "config/config.hh"
 
 namespace prewarmd {

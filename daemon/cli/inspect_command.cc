@@ -21,13 +21,12 @@
 #include "base/unique_fd.hh"
 #include "base/units.hh"
 #include "cli/command.hh"
-#include "cli/prefill_command.hh"
-#include "discovery/grace.hh"
 #include "discovery/identity.hh"
 #include "discovery/match.hh"
 #include "discovery/tracker.hh"
 #include "discovery/udev.hh"
 #include "safety/classify.hh"
+#include "safety/grace.hh"
 
 namespace prewarmd {
 namespace {

@@ -21,9 +21,9 @@
 #include "discovery/identity.hh"
 #include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
-#include "engine/device.hh"
 #include "engine/job.hh"
 #include "engine/plan.hh"
+#include "io/device.hh"
 
 namespace prewarmd {
 namespace {

@@ -12,8 +12,7 @@
 #include "base/json_text.hh"
 #include "base/units.hh"
 #include "cli/command.hh"
-#include "cli/prefill_command.hh"
-#include "engine/device.hh"
+#include "io/device.hh"
 #include "measurement/probe.hh"
 
 namespace prewarmd {

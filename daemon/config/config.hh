@@ -10,8 +10,8 @@
 
 #include "base/result.hh"
 #include "discovery/match.hh"
-#include "engine/io_engine.hh"
-#include "engine/job.hh"
+#include "engine/mode.hh"
+#include "io/io_engine.hh"
 
 namespace prewarmd {
 

@@ -8,8 +8,8 @@
 
 #include <sdbus-c++/IConnection.h>
 
+#include "base/event_loop.hh"
 #include "base/result.hh"
-#include "service/event_loop.hh"
 
 namespace prewarmd {
 

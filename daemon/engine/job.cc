@@ -29,25 +29,6 @@ std::string errno_name(int err) {
 
 } // namespace
 
-std::string_view to_string(Mode mode) {
-    switch (mode) {
-    case Mode::zero:
-        return "zero";
-    case Mode::rewrite:
-        return "rewrite";
-    case Mode::read:
-        return "read";
-    }
-    return "unknown";
-}
-
-std::optional<Mode> parse_mode(std::string_view text) {
-    for (const auto mode : {Mode::zero, Mode::rewrite, Mode::read})
-        if (to_string(mode) == text)
-            return mode;
-    return std::nullopt;
-}
-
 struct PrefillJob::Slot {
     // waiting: for a retry; parked: read and checked, its write held for a write check.
     enum class Stage { idle, reading, writing, waiting, parked };

@@ -16,17 +16,14 @@
 
 #include "base/unique_fd.hh"
 #include "engine/checkpoint.hh"
-#include "engine/device.hh"
-#include "engine/io_engine.hh"
+#include "engine/mode.hh"
 #include "engine/plan.hh"
 #include "engine/token_bucket.hh"
+#include "io/device.hh"
+#include "io/io_engine.hh"
 #include "measurement/progress.hh"
 
 namespace prewarmd {
-
-enum class Mode { zero, rewrite, read };
-std::string_view to_string(Mode mode);
-std::optional<Mode> parse_mode(std::string_view text);
 
 struct JobOptions {
     Mode mode = Mode::zero;

@@ -6,7 +6,7 @@
 
 #include "base/range_set.hh"
 #include "base/result.hh"
-#include "engine/device.hh"
+#include "io/device.hh"
 
 namespace prewarmd {
 

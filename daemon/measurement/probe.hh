@@ -19,7 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "base/result.hh"
-#include "engine/device.hh"
+#include "io/device.hh"
 
 namespace prewarmd {
 

@@ -12,8 +12,8 @@
 #include "base/unique_fd.hh"
 #include "base/units.hh"
 #include "engine/checkpoint.hh"
-#include "engine/device.hh"
 #include "engine/plan.hh"
+#include "io/device.hh"
 #include "measurement/probe.hh"
 
 namespace prewarmd {

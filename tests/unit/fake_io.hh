@@ -14,8 +14,8 @@
 #include <optional>
 #include <vector>
 
-#include "engine/device.hh"
-#include "engine/io_engine.hh"
+#include "io/device.hh"
+#include "io/io_engine.hh"
 
 class FakeDisk final : public prewarmd::DeviceProbe {
 public:

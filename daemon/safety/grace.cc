@@ -1,4 +1,4 @@
-#include "discovery/grace.hh"
+#include "safety/grace.hh"
 
 #include <sys/inotify.h>
 #include <sys/sysmacros.h>

@@ -1,4 +1,4 @@
-#include "service/event_loop.hh"
+#include "base/event_loop.hh"
 
 #include <sys/epoll.h>
 

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <optional>
 
+#include "base/event_loop.hh"
 #include "base/unique_fd.hh"
-#include "service/event_loop.hh"
 
 namespace prewarmd {
 

@@ -1,4 +1,4 @@
-#include "service/dispatcher.hh"
+#include "base/dispatcher.hh"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "engine/uring_engine.hh"
+#include "io/uring_engine.hh"
 
 #include <linux/ioprio.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "base/units.hh"
-#include "engine/sync_engine.hh"
+#include "io/sync_engine.hh"
 
 namespace prewarmd {
 

@@ -1,7 +1,7 @@
 // The fallback engine: pread/pwrite/fdatasync on the job's thread, one at a time.
 #pragma once
 
-#include "engine/io_engine.hh"
+#include "io/io_engine.hh"
 
 namespace prewarmd {
 

@@ -1,4 +1,4 @@
-#include "engine/sync_engine.hh"
+#include "io/sync_engine.hh"
 
 #include <linux/ioprio.h>
 #include <poll.h>

@@ -4,7 +4,7 @@
 
 #include <liburing.h>
 
-#include "engine/io_engine.hh"
+#include "io/io_engine.hh"
 
 namespace prewarmd {
 

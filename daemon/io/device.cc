@@ -1,4 +1,4 @@
-#include "engine/device.hh"
+#include "io/device.hh"
 
 #include <fcntl.h>
 #include <linux/fs.h>

@@ -1,0 +1,25 @@
+# Checks that every source of a layer includes only its own folder and the layers
+# it uses (docs/architecture.md). Run by the build on every change to a source:
+#   cmake -DROOT=daemon/ -DTABLE=layers.txt -DSTAMP=file -P check_layers.cmake
+# TABLE has a line per layer, bottom up: "NAME USED..." (NAME alone for none).
+cmake_minimum_required(VERSION 3.25)
+file(STRINGS ${TABLE} lines)
+set(failures "")
+foreach(line IN LISTS lines)
+  string(REPLACE " " ";" words "${line}")
+  list(POP_FRONT words name)
+  file(GLOB files ${ROOT}/${name}/*.cc ${ROOT}/${name}/*.hh)
+  foreach(file IN LISTS files)
+    file(STRINGS ${file} includes REGEX "^#include \"[a-z_]+/")
+    foreach(include IN LISTS includes)
+      string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" folder "${include}")
+      if(NOT folder STREQUAL name AND NOT folder IN_LIST words)
+        string(APPEND failures "\n  ${name}/${include}: layer ${name} uses only: ${words}")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(failures)
+  message(FATAL_ERROR "includes against the layers (docs/architecture.md):${failures}")
+endif()
+file(TOUCH ${STAMP})

@@ -1,0 +1,24 @@
+#include "engine/mode.hh"
+
+namespace prewarmd {
+
+std::string_view to_string(Mode mode) {
+    switch (mode) {
+    case Mode::zero:
+        return "zero";
+    case Mode::rewrite:
+        return "rewrite";
+    case Mode::read:
+        return "read";
+    }
+    return "unknown";
+}
+
+std::optional<Mode> parse_mode(std::string_view text) {
+    for (const auto mode : {Mode::zero, Mode::rewrite, Mode::read})
+        if (to_string(mode) == text)
+            return mode;
+    return std::nullopt;
+}
+
+} // namespace prewarmd
