@@ -132,9 +132,13 @@ std::string disk_details(const json& d, const Style& style) {
                                  : ""));
     if (active(state)) {
         const auto limit = number_of(progress, "rate_limit_bytes_per_s");
+        // Under adaptive mode the limit is its doing: say what it does, not "1 B/s".
+        const auto adaptive = text_of(d, "adaptive");
         field("rate", format_rate(real_of(progress, "rate_10s_bytes_per_s")) + " (10 s), " +
                           format_rate(real_of(progress, "rate_avg_bytes_per_s")) + " on average" +
-                          (limit ? "; at most " + format_rate(static_cast<double>(limit)) : ""));
+                          (!adaptive.empty() ? "; " + adaptive
+                           : limit ? "; at most " + format_rate(static_cast<double>(limit))
+                                   : ""));
         field("eta", eta_of(progress));
     }
     if (total) {

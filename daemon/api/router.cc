@@ -250,11 +250,10 @@ std::string disk_json(const DiskView& v) {
         {"first_seen", rfc3339(v.first_seen_unix)},
         {"state_since", rfc3339(v.state_since_unix)},
         {"progress", json(v.progress)},
+        {"adaptive", v.adaptive},
         {"probe", to_json(v.probe)},
     };
-    // A disk never warmed has no extent yet: 0, not the engine's "nothing left" 1.
-    if (!v.progress.total_bytes)
-        out["progress"]["progress_ratio"] = v.state == JobState::done ? 1.0 : 0.0;
+    out["progress"]["progress_ratio"] = v.progress_ratio();
     return json_text(out);
 }
 
@@ -453,10 +452,7 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
                std::to_string(d.progress.skipped_bytes) + "\n";
     family("prewarmd_disk_progress_ratio", "gauge", "Share of the disk warmed, 0 to 1.");
     for (const auto& d : disks)
-        out +=
-            "prewarmd_disk_progress_ratio{" + labels(d) + "} " +
-            num(d.progress.total_bytes ? d.progress.ratio() : (d.state == JobState::done ? 1 : 0)) +
-            "\n";
+        out += "prewarmd_disk_progress_ratio{" + labels(d) + "} " + num(d.progress_ratio()) + "\n";
     family("prewarmd_disk_first_write_seconds", "gauge",
            "Probed write latency: phase cold (before the prefill) or warm (after).");
     for (const auto& d : disks) {
@@ -484,9 +480,9 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
                num(d.progress.rate_10s_bytes_per_s) + "\n";
     family("prewarmd_disk_state", "gauge", "The disk's job state: 1 for the current one.");
     for (const auto& d : disks)
-        for (int s = 0; s <= static_cast<int>(JobState::interrupted); ++s)
+        for (int s = 0; s <= static_cast<int>(last_disk_state); ++s)
             out += "prewarmd_disk_state{" + labels(d) + ",state=\"" +
-                   std::string(to_string(static_cast<JobState>(s))) + "\"} " +
+                   std::string(to_string(static_cast<DiskState>(s))) + "\"} " +
                    (static_cast<int>(d.state) == s ? "1" : "0") + "\n";
     family("prewarmd_disk_write_latency_seconds", "histogram",
            "Latency of the prefill's writes (the current or last job).");

@@ -84,6 +84,27 @@ std::pair<std::string, int> split_address(const std::string& address) {
 
 } // namespace
 
+Result<void> check_api_config(const Config& config) {
+    if (!config.api_token_file.empty())
+        if (auto token = load_token(config.api_token_file); !token)
+            return token.error();
+    const bool cert = !config.api_tls_cert.empty(), key = !config.api_tls_key.empty();
+    if (cert != key)
+        return Error{-EINVAL, "[api] tls_cert and tls_key go together"};
+    if (cert) {
+        std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_server_method()),
+                                                              SSL_CTX_free);
+        if (!ctx ||
+            SSL_CTX_use_certificate_chain_file(ctx.get(), config.api_tls_cert.c_str()) != 1 ||
+            SSL_CTX_use_PrivateKey_file(ctx.get(), config.api_tls_key.c_str(), SSL_FILETYPE_PEM) !=
+                1 ||
+            SSL_CTX_check_private_key(ctx.get()) != 1)
+            return Error{-EINVAL, "[api] tls_cert " + config.api_tls_cert + " or tls_key " +
+                                      config.api_tls_key + " cannot be loaded, or do not match"};
+    }
+    return {};
+}
+
 bool is_loopback_address(const std::string& address) {
     const auto host = split_address(address).first;
     if (host == "localhost" || host == "::1")
@@ -377,11 +398,11 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
                                                     EventBus& events, Log log) {
     auto impl = std::make_unique<Impl>(router, events, log, config.api_rate_limit);
     impl->max_connections = config.api_max_connections;
+    if (auto checked = check_api_config(config); !checked)
+        return checked.error();
     if (auto access = impl->load_access(config); !access)
         return access.error();
-    const bool tls = !config.api_tls_cert.empty() || !config.api_tls_key.empty();
-    if (tls && (config.api_tls_cert.empty() || config.api_tls_key.empty()))
-        return Error{-EINVAL, "[api] tls_cert and tls_key go together"};
+    const bool tls = !config.api_tls_cert.empty();
 
     for (const auto& address : config.api_listen) {
         auto l = std::make_unique<Listener>();

@@ -46,6 +46,11 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// What ApiServer::start would refuse in `config`, without binding anything: a token
+// file that is not there or others may read, a certificate without its key or one
+// that does not load.
+Result<void> check_api_config(const Config& config);
+
 // Whether a "HOST:PORT" listen address is on this machine's loopback.
 bool is_loopback_address(const std::string& address);
 

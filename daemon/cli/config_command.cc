@@ -4,6 +4,7 @@
 
 #include "cli/command.hh"
 #include "config/config.hh"
+#include "service/service.hh"
 
 namespace prewarmd {
 namespace {
@@ -34,6 +35,8 @@ int config_command(const std::vector<std::string>& args) {
     const auto config = load_config(*file, false);
     if (!config)
         return command_error("config", exit_usage, config.error().message);
+    if (auto valid = check_config(*config); !valid)
+        return command_error("config", exit_usage, valid.error().message);
     std::printf("%s: fine\n", file->c_str());
     return exit_done;
 }

@@ -207,16 +207,16 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
         const int sig = sigtimedwait(&signals, nullptr, &timeout);
         if ((sig == SIGINT || sig == SIGTERM) && !stopped_by) {
             stopped_by = sig;
-            job.stop(JobState::cancelled,
-                     sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM");
+            job.command(StopCommand{JobStatus::cancelled,
+                                    sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM"});
         }
         if (finished)
             break;
         const auto s = job.snapshot();
         // Nobody is there to resume a job the backend paused: end it, keeping its checkpoint.
-        if (s.state == JobState::paused && !stopped_by && !backend_full) {
+        if (s.status == JobStatus::paused && !stopped_by && !backend_full) {
             backend_full = true;
-            job.stop(JobState::cancelled, s.reason);
+            job.command(StopCommand{JobStatus::cancelled, s.reason});
         }
         if (sig != SIGUSR1)
             console.progress(settings.path, s);
@@ -232,14 +232,14 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
     } else {
         std::fputs(summary_text(settings.path, result).c_str(), stdout);
     }
-    switch (result.state) {
-    case JobState::done:
+    switch (result.status) {
+    case JobStatus::done:
         return exit_done;
-    case JobState::interrupted:
+    case JobStatus::interrupted:
         return exit_interrupted;
-    case JobState::detached:
+    case JobStatus::detached:
         return exit_detached;
-    case JobState::cancelled:
+    case JobStatus::cancelled:
         if (stopped_by)
             return stopped_by == SIGINT ? exit_sigint : exit_sigterm;
         return backend_full ? exit_backend_full : exit_failed;

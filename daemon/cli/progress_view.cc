@@ -22,8 +22,8 @@ std::string progress_line(const ProgressSnapshot& s) {
                        format_size(s.total_bytes) + "  " + format_rate(s.rate_10s_bytes_per_s);
     if (s.eta)
         line += "  ETA " + format_duration(*s.eta);
-    if (s.state != JobState::running)
-        line += "  (" + std::string(to_string(s.state)) + ")";
+    if (s.status != JobStatus::running)
+        line += "  (" + std::string(to_string(s.status)) + ")";
     return line;
 }
 
@@ -31,7 +31,7 @@ std::string summary_text(const std::string& name, const ProgressSnapshot& s) {
     const auto seconds = std::chrono::duration<double>(s.elapsed).count();
     char took[32];
     std::snprintf(took, sizeof took, "%.1f s", seconds);
-    std::string text = std::string(to_string(s.state)) + ": " + name + ", " +
+    std::string text = std::string(to_string(s.status)) + ": " + name + ", " +
                        format_size(s.done_bytes - s.resumed_bytes) + " in " + took + " (" +
                        format_rate(s.rate_avg_bytes_per_s) + ")";
     if (s.resumed_bytes)

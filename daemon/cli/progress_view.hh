@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "measurement/progress.hh"
+#include "engine/progress.hh"
 
 namespace prewarmd {
 

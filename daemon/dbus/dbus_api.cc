@@ -105,8 +105,7 @@ private:
         for (const auto& d : m_scheduler.disks())
             out.emplace_back(d.identity, sdbus::ObjectPath(disk_path(d.identity)), d.disk.name,
                              std::string(to_string(d.state)), d.disk.size_bytes,
-                             d.progress.total_bytes ? d.progress.ratio()
-                                                    : (d.state == JobState::done ? 1.0 : 0.0));
+                             d.progress_ratio());
         return out;
     }
 
@@ -306,7 +305,7 @@ void DbusApi::on_changed(std::string_view event, const std::string& identity) {
 
 void DbusApi::on_progress() {
     for (const auto& d : m_scheduler->disks()) {
-        if (d.state != JobState::running && d.state != JobState::paused)
+        if (d.state != DiskState::running && d.state != DiskState::paused)
             continue;
         const auto object = m_disks.find(d.identity);
         emit_quietly([&] {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 #include "base/units.hh"
 #include "base/zero.hh"
@@ -17,7 +18,7 @@ namespace {
 constexpr uint64_t flush_tag = ~uint64_t{0} - 1;
 // Snapshots are published this often.
 constexpr auto tick_interval = std::chrono::milliseconds(250);
-// Foreign writes are looked for this often (design.md: at least once a second).
+// Foreign writes are looked for this often (docs/engine.md: at least once a second).
 constexpr auto write_check_interval = std::chrono::seconds(1);
 // Zero mode holds a read buffer only while a chunk is read and checked; its writes
 // all come from one zero buffer. So few read buffers serve a deep queue.
@@ -86,13 +87,52 @@ struct PrefillJob::Buffers {
     }
 };
 
-struct PrefillJob::Command {
-    enum class Kind { pause, resume, stop, rate, depth } kind;
-    JobState as = JobState::cancelled;
-    std::string reason;
-    uint64_t rate = 0;
-    uint64_t burst = 0;
-};
+namespace {
+
+using Phase = PrefillJob::Phase;
+
+// The phase changes that may happen (docs/engine.md); any other is a bug.
+bool allowed(Phase from, Phase to) {
+    switch (from) {
+    case Phase::starting:
+        return to == Phase::running || to == Phase::ending;
+    case Phase::running:
+        return to == Phase::checking || to == Phase::pausing || to == Phase::ending;
+    case Phase::checking:
+        return to == Phase::running || to == Phase::pausing || to == Phase::ending;
+    case Phase::pausing:
+        return to == Phase::paused || to == Phase::running || to == Phase::ending;
+    case Phase::paused:
+        return to == Phase::running || to == Phase::ending;
+    case Phase::ending:
+        return to == Phase::ended;
+    case Phase::ended:
+        return false;
+    }
+    return false;
+}
+
+} // namespace
+
+std::string_view to_string(PrefillJob::Phase phase) {
+    switch (phase) {
+    case Phase::starting:
+        return "starting";
+    case Phase::running:
+        return "running";
+    case Phase::checking:
+        return "checking";
+    case Phase::pausing:
+        return "pausing";
+    case Phase::paused:
+        return "paused";
+    case Phase::ending:
+        return "ending";
+    case Phase::ended:
+        return "ended";
+    }
+    return "unknown";
+}
 
 PrefillJob::PrefillJob(const JobOptions& options, JobTarget target,
                        std::unique_ptr<IoEngine> engine, const DeviceProbe& probe, EventSink events)
@@ -113,6 +153,18 @@ void PrefillJob::emit(EventLevel level, const std::string& message) const {
         m_events(level, message);
 }
 
+void PrefillJob::set_phase(Phase phase) {
+    if (phase == m_phase)
+        return;
+    if (!allowed(m_phase, phase)) {
+        // A bug: the tests look for this line.
+        emit(EventLevel::warning, "BUG: illegal phase change " + std::string(to_string(m_phase)) +
+                                      " -> " + std::string(to_string(phase)) + ", ignoring");
+        return;
+    }
+    m_phase = phase;
+}
+
 size_t PrefillJob::in_flight() const {
     return static_cast<size_t>(std::count_if(m_slots.begin(), m_slots.end(), [](const Slot& s) {
         return s.stage == Slot::Stage::reading || s.stage == Slot::Stage::writing;
@@ -127,28 +179,31 @@ ProgressSnapshot PrefillJob::run() {
     m_next_tick = now + tick_interval;
     m_next_check = now + write_check_interval;
     if (start(now)) {
+        set_phase(Phase::running);
         std::vector<IoCompletion> completions;
-        for (;;) {
+        while (m_phase != Phase::ended) {
             now = Clock::now();
             take_commands(now);
-            if (m_paused || m_ending)
-                abandon_retries();
-            else
+            if (m_phase == Phase::running || m_phase == Phase::checking)
                 issue(now);
+            else
+                abandon_held();
             maybe_flush(now);
             if (auto committed = m_engine->commit(); !committed)
                 abort_io(committed.error().message);
             if (drained()) {
-                if (!m_ending && !m_paused && !work_left()) {
+                if (m_phase == Phase::running && !work_left()) {
                     check_foreign_writes(); // the last word on the writes of this run
-                    end(JobState::done, "");
+                    end(JobStatus::done, "");
                 }
-                if (m_ending)
+                if (m_phase == Phase::ending) {
+                    save(m_end == JobStatus::done);
+                    set_phase(Phase::ended);
                     break;
-                if (m_paused && !m_pause_saved) {
+                }
+                if (m_phase == Phase::pausing) {
                     save(false);
-                    m_pause_saved = true;
-                    m_state = JobState::paused;
+                    set_phase(Phase::paused);
                     publish(now);
                 }
             }
@@ -162,28 +217,27 @@ ProgressSnapshot PrefillJob::run() {
                 else if (c.tag < m_slots.size())
                     complete(m_slots[c.tag], c.result, now);
             }
-            if (now >= m_next_check && !m_checking && !m_ending) {
-                m_checking = true;
+            if (m_phase == Phase::running && now >= m_next_check) {
+                set_phase(Phase::checking);
                 m_next_check = now + write_check_interval;
             }
-            if (m_checking && writes_in_flight() == 0)
+            if (m_phase == Phase::checking && writes_in_flight() == 0)
                 finish_write_check(now);
             if (now >= m_next_tick) {
                 publish(now);
                 m_next_tick = now + tick_interval;
             }
         }
-        save(*m_ending == JobState::done);
     }
-    m_state = m_ending.value_or(JobState::failed);
+    if (m_phase == Phase::ending) // it could not start
+        set_phase(Phase::ended);
     publish(Clock::now());
     return snapshot();
 }
 
 bool PrefillJob::start(Clock::time_point now) {
-    m_state = JobState::running;
     if (!m_wake) {
-        end(JobState::failed, "eventfd: " + errno_name(errno));
+        end(JobStatus::failed, "eventfd: " + errno_name(errno));
         return false;
     }
     if (m_options.idle_priority)
@@ -201,16 +255,16 @@ bool PrefillJob::start(Clock::time_point now) {
             if (auto fits = checkpoint_fits(c, m_target.identity, m_target.geometry.size_bytes,
                                             to_string(m_options.mode));
                 !fits) {
-                end(JobState::failed, path + ": " + fits.error().message);
+                end(JobStatus::failed, path + ": " + fits.error().message);
                 return false;
             }
             m_done = c.done;
             m_previous = c;
         }
     }
-    m_plan.emplace(m_target.regions, m_options.chunk_bytes, m_done);
+    m_queue.emplace(ChunkPlan(m_target.regions, m_options.chunk_bytes, m_done));
     m_total_bytes = m_target.regions.total_bytes() + m_target.allocated_bytes;
-    m_resumed_bytes = m_plan->done_bytes();
+    m_resumed_bytes = m_queue->plan().done_bytes();
     if (m_resumed_bytes > 0)
         emit(EventLevel::info, "resuming from " + m_options.checkpoint_path + ": " +
                                    format_size(m_resumed_bytes) + " of " +
@@ -223,7 +277,7 @@ bool PrefillJob::start(Clock::time_point now) {
     m_buffers->each = m_options.chunk_bytes;
     const size_t buffer_bytes = (readers + (zero ? 1 : 0)) * m_options.chunk_bytes;
     if (!m_buffers->map(buffer_bytes)) {
-        end(JobState::failed,
+        end(JobStatus::failed,
             "cannot map " + format_size(buffer_bytes) + " of buffers: " + errno_name(errno));
         return false;
     }
@@ -238,7 +292,7 @@ bool PrefillJob::start(Clock::time_point now) {
         emit(EventLevel::info, note);
     m_slots.resize(depth);
     if (auto watched = m_engine->watch(m_wake.get()); !watched) {
-        end(JobState::failed, watched.error().message);
+        end(JobStatus::failed, watched.error().message);
         return false;
     }
     if (m_options.mode != Mode::read)
@@ -254,47 +308,47 @@ bool PrefillJob::start(Clock::time_point now) {
 }
 
 void PrefillJob::take_commands(Clock::time_point now) {
-    std::vector<Command> commands;
+    std::vector<JobCommand> commands;
     {
         std::lock_guard lock(m_command_mutex);
         commands.swap(m_commands);
     }
-    for (auto& command : commands) {
-        switch (command.kind) {
-        case Command::Kind::pause:
-            if (!m_paused && !m_ending) {
-                m_paused = true;
-                m_pause_saved = false;
-                m_pause_reason = "paused on request";
-            }
-            break;
-        case Command::Kind::resume:
-            if (m_paused && !m_ending) {
-                // Someone may have written while we held still: look before reading on.
-                check_foreign_writes();
-                if (m_ending)
-                    break;
-                m_paused = false;
-                m_pause_reason.clear();
-                m_state = JobState::running;
-                emit(EventLevel::info, "resuming");
-            }
-            break;
-        case Command::Kind::stop:
-            end(command.as, command.reason.empty() ? "stopped on request" : command.reason);
-            break;
-        case Command::Kind::rate:
-            m_bucket.set_rate(command.rate, command.burst ? command.burst : m_options.chunk_bytes,
-                              now);
-            m_throttled_until.reset();
-            break;
-        case Command::Kind::depth:
-            m_depth_cap = std::max<uint64_t>(1, command.rate);
-            break;
-        }
-    }
+    for (const auto& command : commands)
+        obey(command, now);
     if (!commands.empty())
         publish(now);
+}
+
+void PrefillJob::obey(const JobCommand& command, Clock::time_point now) {
+    std::visit(
+        [&](const auto& c) {
+            using C = std::decay_t<decltype(c)>;
+            if constexpr (std::is_same_v<C, PauseCommand>) {
+                if (m_phase == Phase::running || m_phase == Phase::checking) {
+                    m_pause_reason = "paused on request";
+                    set_phase(Phase::pausing);
+                }
+            } else if constexpr (std::is_same_v<C, ResumeCommand>) {
+                if (m_phase == Phase::pausing || m_phase == Phase::paused) {
+                    // Someone may have written while we held still: look before reading on.
+                    check_foreign_writes();
+                    if (m_phase == Phase::ending)
+                        return;
+                    m_pause_reason.clear();
+                    set_phase(Phase::running);
+                    emit(EventLevel::info, "resuming");
+                }
+            } else if constexpr (std::is_same_v<C, StopCommand>) {
+                end(c.as, c.reason.empty() ? "stopped on request" : c.reason);
+            } else if constexpr (std::is_same_v<C, RateCommand>) {
+                m_bucket.set_rate(c.rate_bytes_per_s,
+                                  c.burst_bytes ? c.burst_bytes : m_options.chunk_bytes, now);
+                m_throttled_until.reset();
+            } else if constexpr (std::is_same_v<C, DepthCommand>) {
+                m_depth_cap = std::max(1u, c.chunks_in_flight);
+            }
+        },
+        command);
 }
 
 void PrefillJob::issue(Clock::time_point now) {
@@ -307,26 +361,18 @@ void PrefillJob::issue(Clock::time_point now) {
             continue;
         if (m_free_buffers.empty() || in_flight() >= m_depth_cap)
             break;
-        if (!m_next) {
-            if (!m_redo.empty()) {
-                m_next = m_redo.front();
-                m_redo.pop_front();
-            } else if (m_plan_left) {
-                m_next = m_plan->next();
-                m_plan_left = m_next.has_value();
-            }
-        }
-        if (!m_next)
+        const Extent* next = m_queue->peek();
+        if (!next)
             break;
-        const auto ready = m_bucket.ready_at(now, m_next->length);
+        const auto ready = m_bucket.ready_at(now, next->length);
         if (ready > now) {
             m_throttled_until = ready;
             break;
         }
         m_throttled_until.reset();
-        m_bucket.take(now, m_next->length);
-        slot.chunk = *m_next;
-        m_next.reset();
+        m_bucket.take(now, next->length);
+        slot.chunk = *next;
+        m_queue->take();
         slot.buffer = m_free_buffers.back();
         m_free_buffers.pop_back();
         slot.attempts = 0;
@@ -369,7 +415,7 @@ void PrefillJob::complete(Slot& slot, int64_t result, Clock::time_point now) {
     if (slot.transferred < slot.io.length) {
         // A short transfer: finish the rest, unless the job is giving up.
         if (giving_up())
-            requeue(slot);
+            visit_again(slot);
         else
             submit(slot, slot.op, now);
         return;
@@ -387,6 +433,12 @@ void PrefillJob::complete(Slot& slot, int64_t result, Clock::time_point now) {
     finish_chunk(slot, now);
 }
 
+// New writes go out only while the job is at work: a pausing or ending job
+// visits the chunk again later.
+bool PrefillJob::writing_allowed() const {
+    return m_phase == Phase::running || m_phase == Phase::checking;
+}
+
 void PrefillJob::read_done(Slot& slot, Clock::time_point now) {
     const uint64_t length = slot.chunk.length;
     m_read_bytes += length;
@@ -394,9 +446,8 @@ void PrefillJob::read_done(Slot& slot, Clock::time_point now) {
         finish_chunk(slot, now);
         return;
     }
-    // No new writes once the job is pausing or ending: the chunk is visited again.
-    if (m_paused || m_ending) {
-        requeue(slot);
+    if (!writing_allowed()) {
+        visit_again(slot);
         return;
     }
     slot.runs.clear();
@@ -430,7 +481,7 @@ void PrefillJob::read_done(Slot& slot, Clock::time_point now) {
 void PrefillJob::start_write(Slot& slot, const Extent& run, Clock::time_point now) {
     slot.io = run;
     slot.transferred = 0;
-    if (m_checking)
+    if (m_phase == Phase::checking)
         slot.stage = Slot::Stage::parked;
     else
         submit(slot, IoOp::write, now);
@@ -451,9 +502,9 @@ void PrefillJob::release_buffer(Slot& slot) {
     }
 }
 
-void PrefillJob::requeue(Slot& slot) {
+void PrefillJob::visit_again(Slot& slot) {
     release_buffer(slot);
-    m_redo.push_front(slot.chunk);
+    m_queue->again(slot.chunk);
     slot.stage = Slot::Stage::idle;
 }
 
@@ -461,30 +512,29 @@ void PrefillJob::requeue(Slot& slot) {
 void PrefillJob::abort_io(const std::string& reason) {
     for (auto& slot : m_slots)
         if (slot.stage != Slot::Stage::idle)
-            requeue(slot);
-    m_flush_in_flight = false;
-    m_flushing.clear();
-    end(JobState::failed, reason);
+            visit_again(slot);
+    m_flushing.reset();
+    end(JobStatus::failed, reason);
 }
 
 bool PrefillJob::giving_up() const {
-    return m_ending && (*m_ending == JobState::failed || *m_ending == JobState::detached ||
-                        *m_ending == JobState::interrupted);
+    return m_phase == Phase::ending &&
+           (m_end == JobStatus::failed || m_end == JobStatus::detached ||
+            m_end == JobStatus::interrupted);
 }
 
 // A pausing or ending job starts no new I/O: chunks waiting for a retry or for a
 // write check are visited again later.
-void PrefillJob::abandon_retries() {
+void PrefillJob::abandon_held() {
     for (auto& slot : m_slots)
         if (slot.stage == Slot::Stage::waiting || slot.stage == Slot::Stage::parked)
-            requeue(slot);
+            visit_again(slot);
 }
 
-bool PrefillJob::work_left() const {
-    return m_next || !m_redo.empty() || m_plan_left ||
-           std::any_of(m_slots.begin(), m_slots.end(), [](const Slot& s) {
-               return s.stage == Slot::Stage::waiting || s.stage == Slot::Stage::parked;
-           });
+bool PrefillJob::work_left() {
+    return !m_queue->empty() || std::any_of(m_slots.begin(), m_slots.end(), [](const Slot& s) {
+        return s.stage == Slot::Stage::waiting || s.stage == Slot::Stage::parked;
+    });
 }
 
 size_t PrefillJob::writes_in_flight() const {
@@ -496,33 +546,31 @@ size_t PrefillJob::writes_in_flight() const {
 // With none of our writes in flight, the kernel's count of sectors written and
 // ours must agree exactly; then the held writes go.
 void PrefillJob::finish_write_check(Clock::time_point now) {
-    m_checking = false;
     check_foreign_writes();
+    if (m_phase != Phase::checking)
+        return; // it found a foreign write: ending
+    set_phase(Phase::running);
     for (auto& slot : m_slots)
-        if (slot.stage == Slot::Stage::parked) {
-            if (m_ending || m_paused)
-                requeue(slot);
-            else
-                submit(slot, IoOp::write, now);
-        }
+        if (slot.stage == Slot::Stage::parked)
+            submit(slot, IoOp::write, now);
 }
 
 void PrefillJob::io_error(Slot& slot, int err, Clock::time_point now) {
     const auto what = std::string(slot.op == IoOp::read ? "read" : "write") + " at offset " +
                       std::to_string(slot.io.offset + slot.transferred);
-    if (m_ending) {
-        requeue(slot);
+    if (m_phase == Phase::ending) {
+        visit_again(slot);
         return;
     }
     if (err == ENOSPC && slot.op == IoOp::write) {
-        requeue(slot);
+        visit_again(slot);
         pause_for("the backend is full (ENOSPC on " + what +
                   "): paused until space is freed and the job resumed");
         return;
     }
     if (err == ENODEV || err == ENXIO || (err == EIO && !m_probe.present())) {
-        requeue(slot);
-        end(JobState::detached, "the device went away (" + what + ": " + errno_name(err) + ")");
+        visit_again(slot);
+        end(JobStatus::detached, "the device went away (" + what + ": " + errno_name(err) + ")");
         return;
     }
     const bool transient = err == EIO || err == EAGAIN || err == EINTR || err == ECANCELED;
@@ -537,62 +585,62 @@ void PrefillJob::io_error(Slot& slot, int err, Clock::time_point now) {
                                       std::to_string(backoff.count()) + " ms");
         return;
     }
-    requeue(slot);
-    end(JobState::failed,
+    visit_again(slot);
+    end(JobStatus::failed,
         what + " failed: " + errno_name(err) +
             (slot.attempts ? " (after " + std::to_string(slot.attempts) + " retries)" : ""));
 }
 
 void PrefillJob::pause_for(std::string reason) {
-    if (m_paused)
+    if (m_phase != Phase::running && m_phase != Phase::checking)
         return;
-    m_paused = true;
-    m_pause_saved = false;
     m_pause_reason = std::move(reason);
+    set_phase(Phase::pausing);
     emit(EventLevel::warning, m_pause_reason);
 }
 
-void PrefillJob::end(JobState state, std::string reason) {
-    if (m_ending)
+void PrefillJob::end(JobStatus as, std::string reason) {
+    if (m_phase == Phase::ending || m_phase == Phase::ended)
         return;
-    m_ending = state;
+    set_phase(Phase::ending);
+    m_end = as;
     m_end_reason = std::move(reason);
-    if (state == JobState::failed || state == JobState::detached || state == JobState::interrupted)
-        emit(EventLevel::warning, std::string(to_string(state)) + ": " + m_end_reason);
+    if (as == JobStatus::failed || as == JobStatus::detached || as == JobStatus::interrupted)
+        emit(EventLevel::warning, std::string(to_string(as)) + ": " + m_end_reason);
 }
 
 // Chunks count as done only once a flush covers them, so a checkpoint never runs
 // ahead of the disk: every few seconds, and whenever the job settles.
 void PrefillJob::maybe_flush(Clock::time_point now) {
-    if (m_flush_in_flight || m_pending.empty() || m_ending == JobState::detached)
+    if (m_flushing || m_pending.empty() ||
+        (m_phase == Phase::ending && m_end == JobStatus::detached))
         return;
-    const bool settling = in_flight() == 0 && (m_ending || m_paused || !work_left());
+    const bool settling =
+        in_flight() == 0 && (m_phase == Phase::ending || m_phase == Phase::pausing ||
+                             m_phase == Phase::paused || !work_left());
     if (!settling && now - m_last_flush < m_options.checkpoint_interval)
         return;
-    m_flushing.swap(m_pending);
-    m_pending.clear();
+    m_flushing.emplace().swap(m_pending);
     IoRequest request;
     request.op = IoOp::fsync;
     request.tag = flush_tag;
-    m_flush_in_flight = true;
     m_last_flush = now;
     if (auto queued = m_engine->queue(request); !queued)
         flushed(queued.error().err);
 }
 
 void PrefillJob::flushed(int64_t result) {
-    m_flush_in_flight = false;
+    auto chunks = std::move(*m_flushing);
+    m_flushing.reset();
     if (result < 0) {
         emit(EventLevel::warning, "flushing the device failed (" +
                                       errno_name(static_cast<int>(-result)) +
                                       "): the chunks since the last flush stay unrecorded");
-        m_flushing.clear();
         return;
     }
-    for (const auto& e : m_flushing)
+    for (const auto& e : chunks)
         m_done.add(e);
-    m_flushing.clear();
-    if (!m_ending && !m_paused)
+    if (m_phase == Phase::running || m_phase == Phase::checking)
         save(false);
 }
 
@@ -614,7 +662,7 @@ void PrefillJob::save(bool complete) {
 }
 
 void PrefillJob::check_foreign_writes() {
-    if (m_options.mode == Mode::read || !m_base_sectors || m_ending)
+    if (m_options.mode == Mode::read || !m_base_sectors || m_phase == Phase::ending)
         return;
     const auto sectors = m_probe.written_sectors();
     if (!sectors || *sectors < *m_base_sectors)
@@ -623,16 +671,16 @@ void PrefillJob::check_foreign_writes() {
     const uint64_t delta = *sectors - *m_base_sectors;
     const uint64_t ours = (m_submitted_write_bytes + 511) / 512;
     if (delta > ours)
-        end(JobState::interrupted,
+        end(JobStatus::interrupted,
             "another writer wrote " + format_size((delta - ours) * 512) +
                 " to the disk; stopped at once, since read-check-write is only safe alone");
 }
 
 std::optional<Clock::time_point> PrefillJob::deadline(Clock::time_point now) const {
-    if (m_paused && !m_ending && drained())
+    if (m_phase == Phase::paused)
         return std::nullopt; // nothing to do until a command comes
     auto deadline = std::max(std::min(m_next_tick, m_next_check), now);
-    if (m_throttled_until && !m_paused && !m_ending)
+    if (m_throttled_until && m_phase != Phase::pausing && m_phase != Phase::ending)
         deadline = std::min(deadline, *m_throttled_until);
     for (const auto& slot : m_slots)
         if (slot.stage == Slot::Stage::waiting)
@@ -642,11 +690,26 @@ std::optional<Clock::time_point> PrefillJob::deadline(Clock::time_point now) con
 
 void PrefillJob::publish(Clock::time_point now) {
     ProgressSnapshot s;
-    s.state = m_state;
-    if (m_state == JobState::paused || m_paused)
+    switch (m_phase) {
+    case Phase::starting:
+    case Phase::running:
+    case Phase::checking:
+    case Phase::ending:
+        s.status = JobStatus::running;
+        break;
+    case Phase::pausing:
+        s.status = JobStatus::running;
         s.reason = m_pause_reason;
-    else if (is_final(m_state))
+        break;
+    case Phase::paused:
+        s.status = JobStatus::paused;
+        s.reason = m_pause_reason;
+        break;
+    case Phase::ended:
+        s.status = m_end;
         s.reason = m_end_reason;
+        break;
+    }
     s.mode = std::string(to_string(m_options.mode));
     s.io_engine = m_engine->name();
     s.total_bytes = m_total_bytes;
@@ -662,9 +725,9 @@ void PrefillJob::publish(Clock::time_point now) {
     s.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - m_started);
     const double seconds = std::chrono::duration<double>(now - m_started).count();
     s.rate_avg_bytes_per_s = seconds > 0 ? static_cast<double>(m_visited_bytes) / seconds : 0;
-    if (s.state == JobState::done) {
+    if (s.status == JobStatus::done) {
         s.eta = std::chrono::seconds(0);
-    } else if (s.state == JobState::running && s.rate_10s_bytes_per_s > 0) {
+    } else if (s.status == JobStatus::running && s.rate_10s_bytes_per_s > 0) {
         s.eta = std::chrono::seconds(static_cast<int64_t>(
             static_cast<double>(s.total_bytes - s.done_bytes) / s.rate_10s_bytes_per_s + 0.5));
     }
@@ -678,33 +741,13 @@ ProgressSnapshot PrefillJob::snapshot() const {
     return m_snapshot;
 }
 
-void PrefillJob::command(Command command) {
+void PrefillJob::command(JobCommand command) {
     {
         std::lock_guard lock(m_command_mutex);
         m_commands.push_back(std::move(command));
     }
     const uint64_t one = 1;
     [[maybe_unused]] const auto n = ::write(m_wake.get(), &one, sizeof one);
-}
-
-void PrefillJob::pause() {
-    command({Command::Kind::pause});
-}
-
-void PrefillJob::resume() {
-    command({Command::Kind::resume});
-}
-
-void PrefillJob::stop(JobState as, std::string reason) {
-    command({Command::Kind::stop, as, std::move(reason)});
-}
-
-void PrefillJob::set_rate(uint64_t rate_bytes_per_s, uint64_t burst_bytes) {
-    command({Command::Kind::rate, {}, {}, rate_bytes_per_s, burst_bytes});
-}
-
-void PrefillJob::set_queue_depth(unsigned depth) {
-    command({Command::Kind::depth, {}, {}, depth, 0});
 }
 
 } // namespace prewarmd

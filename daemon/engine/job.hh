@@ -1,27 +1,36 @@
 // One prefill job: visits every chunk of a disk once, pipelined up to the queue
-// depth and throttled, and never changes what the disk reads back (design.md):
-// `zero` writes zeros only over chunks that read all-zero, `rewrite` writes back
-// what it read, `read` only reads. Runs on one thread; other threads steer it.
+// depth and throttled, and never changes what the disk reads back (docs/design.md):
+// `zero` writes zeros only over blocks that read all-zero, `rewrite` writes back
+// what it read, `read` only reads. Runs on one thread; other threads steer it with
+// commands.
+//
+// Its phases (its runstate, as fio's), each change through set_phase():
+//
+//   starting -> running <-> checking          (new writes held for a write check)
+//                  |            |
+//                  v            v
+//               pausing -> paused -> running   (chunks in flight finish first)
+//   any of them -> ending -> ended             (likewise; then the checkpoint)
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "base/unique_fd.hh"
 #include "engine/checkpoint.hh"
 #include "engine/mode.hh"
 #include "engine/plan.hh"
+#include "engine/progress.hh"
 #include "engine/token_bucket.hh"
 #include "io/device.hh"
 #include "io/io_engine.hh"
-#include "measurement/progress.hh"
 
 namespace prewarmd {
 
@@ -52,8 +61,27 @@ struct JobTarget {
 enum class EventLevel { info, warning };
 using EventSink = std::function<void(EventLevel, const std::string&)>;
 
+// What other threads tell a job.
+struct PauseCommand {};
+struct ResumeCommand {};
+struct StopCommand {
+    JobStatus as = JobStatus::cancelled; // how the job ends: cancelled, released, detached
+    std::string reason;
+};
+struct RateCommand {
+    uint64_t rate_bytes_per_s = 0; // 0: unlimited
+    uint64_t burst_bytes = 0;      // 0: one chunk
+};
+struct DepthCommand {
+    unsigned chunks_in_flight = 1; // 1 .. the queue depth it started with
+};
+using JobCommand =
+    std::variant<PauseCommand, ResumeCommand, StopCommand, RateCommand, DepthCommand>;
+
 class PrefillJob {
 public:
+    enum class Phase { starting, running, checking, pausing, paused, ending, ended };
+
     PrefillJob(const JobOptions& options, JobTarget target, std::unique_ptr<IoEngine> engine,
                const DeviceProbe& probe, EventSink events);
     ~PrefillJob();
@@ -67,24 +95,19 @@ public:
     // Before run(), on the thread that runs it: the backend block a probe found.
     void set_backend_block(uint64_t bytes) { m_backend_block = bytes; }
 
-    // From any thread; each takes effect within one completion or timer tick. None
-    // leaves a chunk half done: chunks in flight finish, and the checkpoint is saved.
-    void pause();
-    void resume();
-    void stop(JobState as = JobState::cancelled, std::string reason = {});
-    void set_rate(uint64_t rate_bytes_per_s, uint64_t burst_bytes = 0);
-    // At most this many chunks in flight from now on (1 .. the queue depth it has).
-    void set_queue_depth(unsigned depth);
+    // From any thread; takes effect within one completion or timer tick. None leaves
+    // a chunk half done: chunks in flight finish, and the checkpoint is saved.
+    void command(JobCommand command);
     ProgressSnapshot snapshot() const;
 
 private:
     struct Slot;
     struct Buffers;
-    struct Command;
 
-    void command(Command command);
+    void set_phase(Phase phase);
     bool start(Clock::time_point now);
     void take_commands(Clock::time_point now);
+    void obey(const JobCommand& command, Clock::time_point now);
     void issue(Clock::time_point now);
     void submit(Slot& slot, IoOp op, Clock::time_point now);
     void complete(Slot& slot, int64_t result, Clock::time_point now);
@@ -93,24 +116,25 @@ private:
     void io_error(Slot& slot, int err, Clock::time_point now);
     void finish_chunk(Slot& slot, Clock::time_point now);
     void release_buffer(Slot& slot);
-    void requeue(Slot& slot);
-    void abandon_retries();
-    bool work_left() const;
+    void visit_again(Slot& slot);
+    void abandon_held();
+    bool work_left();
     size_t writes_in_flight() const;
     void finish_write_check(Clock::time_point now);
     void abort_io(const std::string& reason);
     bool giving_up() const;
+    bool writing_allowed() const;
     void maybe_flush(Clock::time_point now);
     void flushed(int64_t result);
     void save(bool complete);
     void check_foreign_writes();
-    void end(JobState state, std::string reason);
+    void end(JobStatus as, std::string reason);
     void pause_for(std::string reason);
     std::optional<Clock::time_point> deadline(Clock::time_point now) const;
     void publish(Clock::time_point now);
     void emit(EventLevel level, const std::string& message) const;
     size_t in_flight() const;
-    bool drained() const { return in_flight() == 0 && !m_flush_in_flight; }
+    bool drained() const { return in_flight() == 0 && !m_flushing; }
 
     const JobOptions m_options;
     uint64_t m_backend_block; // the options' unless a probe found it
@@ -122,32 +146,26 @@ private:
 
     // Commands from other threads.
     mutable std::mutex m_command_mutex;
-    std::vector<Command> m_commands;
+    std::vector<JobCommand> m_commands;
 
     // The job thread's own state.
+    Phase m_phase = Phase::starting;
+    JobStatus m_end = JobStatus::failed; // once ending: how
+    std::string m_end_reason;
+    std::string m_pause_reason;
     std::unique_ptr<Buffers> m_buffers;
     std::vector<Slot> m_slots;
-    size_t m_depth_cap = SIZE_MAX; // set_queue_depth: the slots used at most
+    size_t m_depth_cap = SIZE_MAX; // DepthCommand: the slots used at most
     std::vector<int> m_free_buffers;
-    RangeSet m_done;                // flushed: in the checkpoint
-    std::vector<Extent> m_pending;  // completed, not yet flushed
-    std::vector<Extent> m_flushing; // completed before the fsync in flight
-    std::optional<ChunkPlan> m_plan;
-    bool m_plan_left = true;      // the plan may hold more chunks
-    std::deque<Extent> m_redo;    // to visit again (after ENOSPC, a pause)
-    std::optional<Extent> m_next; // taken from the plan, waiting for the throttle
+    std::optional<ChunkQueue> m_queue;
+    RangeSet m_done;                               // flushed: in the checkpoint
+    std::vector<Extent> m_pending;                 // completed, not yet flushed
+    std::optional<std::vector<Extent>> m_flushing; // completed before the fsync in flight
     TokenBucket m_bucket;
     std::optional<Clock::time_point> m_throttled_until;
-    bool m_flush_in_flight = false;
     Clock::time_point m_last_flush;
     Clock::time_point m_next_tick;
     Clock::time_point m_next_check; // for foreign writes
-    bool m_checking = false;        // new writes held until ours in flight are done
-    bool m_paused = false;
-    bool m_pause_saved = false;
-    std::string m_pause_reason;
-    std::optional<JobState> m_ending;
-    std::string m_end_reason;
     std::optional<uint64_t> m_base_sectors;
     uint64_t m_submitted_write_bytes = 0;
     Checkpoint m_previous; // counters of earlier runs
@@ -162,10 +180,11 @@ private:
     uint64_t m_written_bytes = 0;
     uint64_t m_read_bytes = 0;
     uint64_t m_skipped_bytes = 0;
-    JobState m_state = JobState::queued;
 
     mutable std::mutex m_snapshot_mutex;
     ProgressSnapshot m_snapshot;
 };
+
+std::string_view to_string(PrefillJob::Phase phase);
 
 } // namespace prewarmd

@@ -93,4 +93,17 @@ std::optional<Extent> ChunkPlan::next() {
     return std::nullopt;
 }
 
+const Extent* ChunkQueue::peek() {
+    if (!m_next) {
+        if (!m_again.empty()) {
+            m_next = m_again.front();
+            m_again.pop_front();
+        } else if (m_plan_left) {
+            m_next = m_plan.next();
+            m_plan_left = m_next.has_value();
+        }
+    }
+    return m_next ? &*m_next : nullptr;
+}
+
 } // namespace prewarmd

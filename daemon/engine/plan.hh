@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 
 #include "base/range_set.hh"
@@ -36,6 +37,25 @@ private:
     size_t m_region = 0;
     uint64_t m_offset = 0; // next offset inside the current region
     uint64_t m_done_bytes = 0;
+};
+
+// What a job visits next: chunks to visit again first (put back after a pause or an
+// error, most recent first), then the plan's. peek() looks without taking, so a
+// chunk can wait for the throttle.
+class ChunkQueue {
+public:
+    explicit ChunkQueue(ChunkPlan plan) : m_plan(std::move(plan)) {}
+    const Extent* peek();
+    void take() { m_next.reset(); }
+    void again(const Extent& chunk) { m_again.push_front(chunk); }
+    bool empty() { return peek() == nullptr; }
+    const ChunkPlan& plan() const { return m_plan; }
+
+private:
+    ChunkPlan m_plan;
+    bool m_plan_left = true;
+    std::deque<Extent> m_again;
+    std::optional<Extent> m_next;
 };
 
 // The regions a job visits: a block device whole; a file's holes, trimmed to the

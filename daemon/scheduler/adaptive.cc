@@ -153,4 +153,39 @@ double BackoffController::update(const std::map<std::string, DiskLoad>& loads) {
     return factor();
 }
 
+std::optional<AdaptiveMode::Pressure> AdaptiveMode::update(const Reading& r) {
+    auto counters = parse_diskstats(r.diskstats);
+    if (m_controller.factor() == 1 && r.warming_bytes_per_s > 0)
+        m_full_rate = std::max(m_full_rate, static_cast<uint64_t>(r.warming_bytes_per_s));
+    const double seconds = std::chrono::duration<double>(r.at - m_last_at).count();
+    std::optional<Pressure> out;
+    if (!m_last.empty() && seconds < 3) {
+        auto loads = loads_between(m_last, counters, seconds, r.warming);
+        if (r.watched)
+            std::erase_if(loads, [&](const auto& load) { return !r.watched->count(load.first); });
+        const double factor = m_controller.update(loads);
+        if (factor > 0 && factor < 1 && !m_backed_off)
+            m_news = "adaptive: backing off, " + m_controller.why();
+        else if (factor == 1 && m_backed_off)
+            m_news = "adaptive: the other disks are as fast as alone: full rate again";
+        if (factor > 0)
+            m_backed_off = factor < 1;
+        out = Pressure{factor, m_full_rate ? m_full_rate : unseen_full_rate};
+    }
+    m_last = std::move(counters);
+    m_last_at = r.at;
+    return out;
+}
+
+std::string AdaptiveMode::describe() const {
+    if (m_controller.in_window())
+        return "held for a quiet window: one second in which the other disks are timed alone";
+    const double factor = m_controller.factor();
+    if (factor >= 1)
+        return {};
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.0f%%", factor * 100);
+    return std::string("backed off to ") + pct + " of its rate: " + m_controller.why();
+}
+
 } // namespace prewarmd

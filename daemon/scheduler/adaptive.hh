@@ -14,15 +14,20 @@
 //   idle:    factor = min(1, factor x 2)              each second no disk is busy
 //
 // With no other disk busy there are no windows, and the jobs run at full rate.
+// AdaptiveMode (below) feeds the law from the text of /proc/diskstats.
 // docs/adaptive.md has the reasoning and the figures.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "base/clock.hh"
 
 namespace prewarmd {
 
@@ -69,6 +74,7 @@ public:
     double factor() const { return m_window ? 0 : m_factor; }
     // Why the last step down: "loop1 at 3.10 ms, 1.00 ms alone".
     const std::string& why() const { return m_why; }
+    bool in_window() const { return m_window; }
 
 private:
     double baseline(const std::string& name) const; // 0: never seen alone
@@ -82,6 +88,43 @@ private:
     unsigned m_quiet = 0;
     unsigned m_since_window = 0;
     std::string m_why;
+};
+
+// Adaptive mode as the daemon runs it: a reading of /proc/diskstats once a second
+// while a job runs, turned into the factor and the rate it scales.
+class AdaptiveMode {
+public:
+    struct Reading {
+        std::string_view diskstats; // the text of /proc/diskstats
+        Clock::time_point at;
+        std::set<std::string> warming;  // kernel names of the disks being warmed
+        double warming_bytes_per_s = 0; // their jobs' rates together, over the last second
+        std::optional<std::set<std::string>> watched; // adaptive_watch: only these count
+    };
+    struct Pressure {
+        double factor = 1; // 0 holds the jobs for a quiet window
+        // What the factor scales when total_rate is unlimited: the highest rate the
+        // jobs were seen to reach at full speed (a guess until one was seen).
+        uint64_t reference_bytes_per_s = 0;
+    };
+    static constexpr uint64_t unseen_full_rate = 32ULL << 20;
+
+    // nullopt: the reading only starts an interval (the first, or after a gap of
+    // more than 3 s in which no job ran: such a gap says nothing about now).
+    std::optional<Pressure> update(const Reading& reading);
+    // A line for the log when the jobs back off or are at full rate again; "" else.
+    std::string take_news() { return std::exchange(m_news, {}); }
+    // What the jobs' rate is to someone looking: held for a quiet window, backed off
+    // (and why), or "" at full rate.
+    std::string describe() const;
+
+private:
+    BackoffController m_controller;
+    std::map<std::string, DiskCounters> m_last;
+    Clock::time_point m_last_at{};
+    uint64_t m_full_rate = 0;
+    bool m_backed_off = false;
+    std::string m_news;
 };
 
 } // namespace prewarmd

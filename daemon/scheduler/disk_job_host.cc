@@ -30,24 +30,20 @@ public:
           m_thread([this, spec, done = std::move(on_finished)] {
               probe_before(spec);
               m_final = m_job.run();
-              if (m_final.state == JobState::done)
+              if (m_final.status == JobStatus::done)
                   probe_after(spec);
               m_finished = true;
               done();
           }) {}
     ~ThreadJob() override {
         if (m_thread.joinable()) {
-            m_job.stop(JobState::cancelled, "the daemon is stopping");
+            m_job.command(StopCommand{JobStatus::cancelled, "the daemon is stopping"});
             m_thread.join();
         }
     }
 
     ProgressSnapshot snapshot() const override { return m_job.snapshot(); }
-    void pause() override { m_job.pause(); }
-    void resume() override { m_job.resume(); }
-    void stop(JobState as, std::string reason) override { m_job.stop(as, std::move(reason)); }
-    void set_rate(uint64_t rate) override { m_job.set_rate(rate); }
-    void set_queue_depth(unsigned depth) override { m_job.set_queue_depth(depth); }
+    void command(JobCommand command) override { m_job.command(std::move(command)); }
     bool finished() const override { return m_finished; }
     ProbeFigures probe() const override {
         std::lock_guard lock(m_probe_mutex);

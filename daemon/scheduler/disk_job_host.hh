@@ -11,9 +11,9 @@ namespace prewarmd {
 
 class DiskJobHost final : public JobHost {
 public:
-    // `log` takes the job's own messages ("retry 1 of 3", the I/O engine used).
+    // `config` is the daemon's, as it is when a job starts; `log` takes the jobs' own
+    // messages ("retry 1 of 3", the I/O engine used).
     DiskJobHost(const Config& config, std::function<void(bool warning, const std::string&)> log);
-    void apply_config(const Config& config) { m_config = config; }
 
     Classification look(const DiskInfo& disk) override;
     ProtectedDisks protected_disks() override;
@@ -21,7 +21,7 @@ public:
                                               std::function<void()> on_finished) override;
 
 private:
-    Config m_config;
+    const Config& m_config;
     std::function<void(bool, const std::string&)> m_log;
 };
 

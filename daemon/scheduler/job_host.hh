@@ -11,7 +11,6 @@
 #include "discovery/match.hh"
 #include "engine/job.hh"
 #include "measurement/probe.hh"
-#include "measurement/progress.hh"
 #include "safety/classify.hh"
 
 namespace prewarmd {
@@ -32,12 +31,8 @@ class RunningJob {
 public:
     virtual ~RunningJob() = default;
     virtual ProgressSnapshot snapshot() const = 0;
-    virtual void pause() = 0;
-    virtual void resume() = 0;
-    virtual void stop(JobState as, std::string reason) = 0;
-    virtual void set_rate(uint64_t rate_bytes_per_s) = 0;
-    // Chunks in flight at most, up to the depth it started with.
-    virtual void set_queue_depth(unsigned depth) = 0;
+    // Pause, resume, stop, a new rate or depth: takes effect on the job's thread.
+    virtual void command(JobCommand command) = 0;
     virtual bool finished() const = 0;
     // Its probes so far (cold once measured, warm once done).
     virtual ProbeFigures probe() const { return {}; }

@@ -10,29 +10,43 @@
 
 namespace prewarmd {
 
+// Why the scheduler stops a job itself, and so how its disk ends up.
+struct Scheduler::Stopping {
+    enum class Why { cancel, release, detach, hold, shutdown } why;
+    std::string reason;
+
+    // How the job is told to end; a job that ends otherwise ended by itself.
+    JobStatus as() const {
+        switch (why) {
+        case Why::release:
+            return JobStatus::released;
+        case Why::detach:
+            return JobStatus::detached;
+        default:
+            return JobStatus::cancelled;
+        }
+    }
+};
+
 struct Scheduler::Entry {
     std::string identity;
     DiskInfo disk;
     bool attached = false;
-    JobState state = JobState::discovered;
+    DiskState state = DiskState::discovered;
     std::string reason;
     MatchDecision match;
     Classification look;
     bool has_record = false;
+    // Asked for (API, CLI, or its record says so), and with what.
     bool requested = false;
-    std::optional<Mode> mode;
-    std::optional<uint64_t> own_rate;
-    std::optional<unsigned> queue_depth;
+    StartRequest asked;
     bool grace_watched = false;
-    uint64_t order = 0;
+    uint64_t order = 0; // in the queue
     std::unique_ptr<RunningJob> job;
+    std::optional<Stopping> stopping; // set while the scheduler stops the job
     ProgressSnapshot last;
     ProbeFigures probe;   // from the record, or the job's
     bool probing = false; // a probe asked for runs: no job starts meanwhile
-    // A job we stop ourselves ends in this state (or, at shutdown, keeps its own).
-    std::optional<JobState> stopping_as;
-    std::string stopping_reason;
-    bool keep_state = false;
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
 };
@@ -45,36 +59,35 @@ Classification not_examined() {
     return c;
 }
 
-// States that say something was, or is, done about the disk: kept across restarts.
-bool recorded(JobState s) {
-    switch (s) {
-    case JobState::discovered:
-    case JobState::skipped:
-    case JobState::waiting:
-        return false;
-    default:
-        return true;
-    }
+int64_t now_unix() {
+    return static_cast<int64_t>(std::time(nullptr));
 }
 
 } // namespace
 
-Scheduler::Scheduler(const Config& config, const StateDir& state, JobHost& host, Hooks hooks)
+Scheduler::Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks hooks)
     : m_config(config), m_state(state), m_host(host), m_hooks(std::move(hooks)) {
     auto loaded = m_state.load();
     for (const auto& damaged : loaded.set_aside)
         if (m_hooks.log)
             m_hooks.log(true, "state: " + damaged + ": not trusted, the disk starts afresh");
     for (const auto& r : loaded.records) {
+        const auto recorded = parse_disk_state(r.state);
+        if (!recorded) {
+            if (m_hooks.log)
+                m_hooks.log(true, "state: jobs/" + r.identity + ".json: unknown state '" + r.state +
+                                      "': not trusted, the disk starts afresh");
+            continue;
+        }
         auto entry = std::make_unique<Entry>();
         entry->identity = r.identity;
-        entry->state = r.state;
+        entry->state = *recorded;
         entry->reason = r.reason;
         entry->has_record = true;
         entry->requested = r.requested;
         if (r.rate_bytes_per_s)
-            entry->own_rate = r.rate_bytes_per_s;
-        entry->mode = parse_mode(r.mode);
+            entry->asked.rate_bytes_per_s = r.rate_bytes_per_s;
+        entry->asked.mode = parse_mode(r.mode);
         entry->disk.name = r.name;
         entry->disk.size_bytes = r.size_bytes;
         entry->last.done_bytes = r.done_bytes;
@@ -116,39 +129,53 @@ Scheduler::Entry& Scheduler::entry_for(const DiskInfo& disk) {
     return *slot;
 }
 
+unsigned Scheduler::running_jobs() const {
+    return static_cast<unsigned>(
+        std::count_if(m_entries.begin(), m_entries.end(),
+                      [](const auto& kv) { return kv.second->job != nullptr; }));
+}
+
 void Scheduler::save(const Entry& e) {
     JobRecord r;
     r.identity = e.identity;
-    r.state = e.state;
+    r.state = std::string(to_string(e.state));
     r.reason = e.reason;
-    r.mode = std::string(to_string(e.mode.value_or(m_config.mode)));
+    r.mode = std::string(to_string(e.asked.mode.value_or(m_config.mode)));
     r.requested = e.requested;
-    r.rate_bytes_per_s = e.own_rate.value_or(0);
+    r.rate_bytes_per_s = e.asked.rate_bytes_per_s.value_or(0);
     r.name = e.disk.name;
     r.size_bytes = e.disk.size_bytes;
     const auto progress = e.job ? e.job->snapshot() : e.last;
     r.done_bytes = progress.done_bytes;
     r.written_bytes = progress.written_bytes;
     r.skipped_bytes = progress.skipped_bytes;
-    r.updated_unix = static_cast<int64_t>(std::time(nullptr));
+    r.updated_unix = now_unix();
     r.probe = e.job ? e.job->probe() : e.probe;
     if (auto saved = m_state.save(r); !saved)
         log(true, e, "cannot save its record: " + saved.error().message);
 }
 
-void Scheduler::set_state(Entry& e, JobState state, std::string reason) {
+// Every change of a disk's state: checked against the table, recorded first (whoever
+// reads the log line finds the record saying so), logged, announced.
+void Scheduler::set_state(Entry& e, DiskState state, std::string reason) {
     if (e.state == state && e.reason == reason)
         return;
-    const bool warning =
-        state == JobState::failed || state == JobState::interrupted || state == JobState::detached;
+    if (!transition_allowed(e.state, state)) {
+        ++m_illegal_transitions;
+        log(true, e,
+            "BUG: illegal state change " + std::string(to_string(e.state)) + " -> " +
+                std::string(to_string(state)) + " (" + reason + "), ignoring");
+        return;
+    }
+    const bool warning = state == DiskState::failed || state == DiskState::interrupted ||
+                         state == DiskState::detached;
     const std::string change = std::string(to_string(e.state)) + " -> " +
                                std::string(to_string(state)) +
                                (reason.empty() ? "" : ": " + reason);
     e.state = state;
     e.reason = std::move(reason);
-    e.state_since_unix = static_cast<int64_t>(std::time(nullptr));
-    // The record first: whoever reads the log line finds the record saying so.
-    if (recorded(state)) {
+    e.state_since_unix = now_unix();
+    if (is_recorded(state)) {
         e.has_record = true;
         save(e);
     }
@@ -157,11 +184,95 @@ void Scheduler::set_state(Entry& e, JobState state, std::string reason) {
         m_hooks.changed("state", e.identity);
 }
 
+void Scheduler::enter_discovered(Entry& e, std::string reason) {
+    set_state(e, DiskState::discovered, std::move(reason));
+}
+
+void Scheduler::enter_skipped(Entry& e, std::string reason) {
+    set_state(e, DiskState::skipped, std::move(reason));
+}
+
+void Scheduler::enter_waiting(Entry& e, std::string reason) {
+    set_state(e, DiskState::waiting, std::move(reason));
+}
+
+// Quiet, or resumed, or asked for: queued once the boot has finished.
+void Scheduler::enter_ready(Entry& e) {
+    if (!m_boot_finished && !e.requested) {
+        enter_waiting(e, "waiting for the boot to finish");
+        return;
+    }
+    e.order = m_next_order++;
+    enter_queued(e, e.requested ? "asked for" : "");
+}
+
+void Scheduler::enter_queued(Entry& e, std::string reason) {
+    set_state(e, DiskState::queued, std::move(reason));
+}
+
+void Scheduler::enter_running(Entry& e, std::unique_ptr<RunningJob> job) {
+    e.job = std::move(job);
+    e.stopping.reset();
+    set_state(e, DiskState::running, "");
+}
+
+void Scheduler::enter_paused(Entry& e, std::string reason) {
+    set_state(e, DiskState::paused, std::move(reason));
+}
+
+// done, failed, cancelled, released, detached, interrupted.
+void Scheduler::enter_end(Entry& e, DiskState state, std::string reason) {
+    set_state(e, state, std::move(reason));
+    if (state == DiskState::done)
+        log(false, e,
+            "warmed: " + format_size(e.last.written_bytes) + " written, " +
+                format_size(e.last.skipped_bytes) + " skipped in " +
+                std::to_string(e.last.elapsed.count() / 1000) + " s");
+}
+
+// The one place where a job's end is handled, whoever waits for it (reap, hold,
+// shutdown): joins it, keeps its figures, and moves the disk on.
+void Scheduler::job_ended(Entry& e) {
+    e.last = e.job->wait();
+    e.probe = e.job->probe();
+    e.job.reset(); // closes the disk
+    const auto stopping = std::exchange(e.stopping, std::nullopt);
+    if (!stopping || e.last.status != stopping->as()) { // it ended by itself
+        enter_end(e, state_after(e.last.status), e.last.reason);
+        return;
+    }
+    switch (stopping->why) {
+    case Stopping::Why::cancel:
+    case Stopping::Why::release:
+    case Stopping::Why::detach:
+        enter_end(e, state_after(stopping->as()), stopping->reason);
+        return;
+    case Stopping::Why::hold:
+        // As it was, running or paused: a shutdown resumes it at the next boot.
+        save(e);
+        if (e.state == DiskState::running)
+            enter_waiting(e, stopping->reason);
+        return;
+    case Stopping::Why::shutdown:
+        save(e); // as it was: resumed at the next start
+        return;
+    }
+}
+
+// Tells the job to stop; a stop under way is not replaced (a cancel stays a cancel
+// when a shutdown comes).
+void Scheduler::stop_job(Entry& e, Stopping stopping) {
+    if (e.stopping)
+        return;
+    e.job->command(StopCommand{stopping.as(), stopping.reason});
+    e.stopping = std::move(stopping);
+}
+
 void Scheduler::on_attached(const DiskInfo& disk) {
     auto& e = entry_for(disk);
     e.attached = true;
     if (!e.first_seen_unix)
-        e.first_seen_unix = static_cast<int64_t>(std::time(nullptr));
+        e.first_seen_unix = now_unix();
     if (m_hooks.changed)
         m_hooks.changed("added", e.identity);
     decide(e);
@@ -176,24 +287,24 @@ void Scheduler::decide(Entry& e) {
     e.look = e.match.matched || e.has_record ? m_host.look(e.disk) : not_examined();
     if (e.has_record) {
         switch (e.state) {
-        case JobState::done:
-        case JobState::paused:
-        case JobState::cancelled:
-        case JobState::released:
-        case JobState::failed:
-        case JobState::interrupted:
+        case DiskState::done:
+        case DiskState::paused:
+        case DiskState::cancelled:
+        case DiskState::released:
+        case DiskState::failed:
+        case DiskState::interrupted:
             log(false, e,
                 "attached; " + std::string(to_string(e.state)) + " before" +
                     (e.reason.empty() ? "" : " (" + e.reason + ")"));
             return;
-        case JobState::running:
-        case JobState::queued:
-        case JobState::detached:
-        case JobState::waiting:
+        case DiskState::running:
+        case DiskState::queued:
+        case DiskState::detached:
+        case DiskState::waiting:
             // Its job did not finish: it goes on, with no grace (the disk is ours).
             if (e.match.matched || e.requested) {
                 log(false, e, "attached; resuming its job");
-                ready(e);
+                enter_ready(e);
                 return;
             }
             break;
@@ -202,27 +313,26 @@ void Scheduler::decide(Entry& e) {
         }
     }
     if (!e.match.matched) {
-        set_state(e, JobState::skipped, "not considered: " + e.match.reason);
+        enter_skipped(e, "not considered: " + e.match.reason);
         return;
     }
     switch (e.look.verdict) {
     case Verdict::refused:
-        set_state(e, JobState::skipped, "refused: " + e.look.reasons_text());
+        enter_skipped(e, "refused: " + e.look.reasons_text());
         return;
     case Verdict::needs_request:
-        set_state(e, JobState::skipped,
-                  "holds data, warmed only when asked: " + e.look.reasons_text());
+        enter_skipped(e, "holds data, warmed only when asked: " + e.look.reasons_text());
         return;
     case Verdict::eligible:
         break;
     }
     if (m_config.auto_prefill == AutoPrefill::never) {
-        set_state(e, JobState::discovered, "auto_prefill is never: warmed when asked");
+        enter_discovered(e, "auto_prefill is never: warmed when asked");
         return;
     }
-    set_state(e, JobState::waiting,
-              "attach grace: watching " + std::to_string(m_config.attach_grace.count() / 1000) +
-                  " s for other users");
+    enter_waiting(e, "attach grace: watching " +
+                         std::to_string(m_config.attach_grace.count() / 1000) +
+                         " s for other users");
     e.grace_watched = true;
     if (m_hooks.watch_grace)
         m_hooks.watch_grace(e.identity, e.disk);
@@ -233,25 +343,15 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
     if (!e || !e->grace_watched || !e->attached)
         return;
     e->grace_watched = false;
-    if (e->state != JobState::waiting)
+    if (e->state != DiskState::waiting)
         return;
     if (in_use) {
-        set_state(*e, JobState::skipped, "in use during the attach grace: " + why);
+        enter_skipped(*e, "in use during the attach grace: " + why);
         return;
     }
     log(false, *e, why);
-    ready(*e);
+    enter_ready(*e);
     schedule();
-}
-
-// Quiet, or resumed, or asked for: queued once the boot has finished.
-void Scheduler::ready(Entry& e) {
-    if (!m_boot_finished && !e.requested) {
-        set_state(e, JobState::waiting, "waiting for the boot to finish");
-        return;
-    }
-    e.order = m_next_order++;
-    set_state(e, JobState::queued, e.requested ? "asked for" : "");
 }
 
 void Scheduler::set_boot_finished(bool finished) {
@@ -260,8 +360,8 @@ void Scheduler::set_boot_finished(bool finished) {
     if (!finished || was)
         return;
     for (auto& [id, e] : m_entries)
-        if (e->attached && e->state == JobState::waiting && !e->grace_watched)
-            ready(*e);
+        if (e->attached && e->state == DiskState::waiting && !e->grace_watched)
+            enter_ready(*e);
     schedule();
 }
 
@@ -274,13 +374,11 @@ void Scheduler::on_detached(const DiskInfo& disk) {
     if (e->grace_watched && m_hooks.forget_grace)
         m_hooks.forget_grace(e->identity);
     e->grace_watched = false;
-    if (e->job) {
-        e->stopping_as = JobState::detached;
-        e->stopping_reason = "the disk was detached; it resumes when the disk returns";
-        e->job->stop(JobState::detached, e->stopping_reason);
-    } else {
+    if (e->job)
+        stop_job(
+            *e, {Stopping::Why::detach, "the disk was detached; it resumes when the disk returns"});
+    else
         forget_detached(*e);
-    }
     // Last: a disk forgotten above is gone from disks() by now.
     if (m_hooks.changed)
         m_hooks.changed("removed", identity);
@@ -289,12 +387,12 @@ void Scheduler::on_detached(const DiskInfo& disk) {
 // A detached disk without a job: recorded ones stay known, the others are forgotten.
 void Scheduler::forget_detached(Entry& e) {
     switch (e.state) {
-    case JobState::queued:
-        set_state(e, JobState::detached, "detached while queued; resumes when it returns");
+    case DiskState::queued:
+        enter_end(e, DiskState::detached, "detached while queued; resumes when it returns");
         break;
-    case JobState::discovered:
-    case JobState::skipped:
-    case JobState::waiting:
+    case DiskState::discovered:
+    case DiskState::skipped:
+    case DiskState::waiting:
         if (!e.has_record) {
             log(false, e, "detached");
             const auto identity = e.identity;
@@ -308,8 +406,8 @@ void Scheduler::forget_detached(Entry& e) {
 }
 
 std::optional<uint64_t> Scheduler::override_rate(const Entry& e) const {
-    if (e.own_rate)
-        return e.own_rate;
+    if (e.asked.rate_bytes_per_s)
+        return e.asked.rate_bytes_per_s;
     for (const auto& o : m_config.rates)
         if (o.rule.matches(e.disk))
             return o.rate_bytes_per_s;
@@ -321,37 +419,29 @@ JobSpec Scheduler::spec_for(const Entry& e) const {
     spec.identity = e.identity;
     spec.requested = e.requested;
     auto& o = spec.options;
-    o.mode = e.mode.value_or(m_config.mode);
+    o.mode = e.asked.mode.value_or(m_config.mode);
     o.chunk_bytes = m_config.chunk_bytes;
     o.backend_block_bytes = m_config.backend_block_bytes;
     spec.probe = m_config.probe;
     spec.probe_before = e.probe;
     spec.backend_block_auto = m_config.backend_block_auto;
-    o.queue_depth = e.queue_depth.value_or(m_config.queue_depth);
+    o.queue_depth = e.asked.queue_depth.value_or(m_config.queue_depth);
     o.idle_priority = m_config.idle_priority;
     o.checkpoint_path = m_state.checkpoint_path(e.identity);
     o.checkpoint_interval = m_config.checkpoint_interval;
     // The first share; rebalance() sets every running job's rate.
-    const auto running =
-        static_cast<uint64_t>(std::count_if(m_entries.begin(), m_entries.end(), [](const auto& kv) {
-            return kv.second->job != nullptr;
-        }));
-    o.rate_bytes_per_s = override_rate(e).value_or(m_config.total_rate_bytes_per_s / (running + 1));
+    o.rate_bytes_per_s =
+        override_rate(e).value_or(m_config.total_rate_bytes_per_s / (running_jobs() + 1));
     return spec;
 }
 
 void Scheduler::schedule() {
     if (m_shutting_down || m_held)
         return;
-    for (;;) {
-        const auto running = static_cast<unsigned>(
-            std::count_if(m_entries.begin(), m_entries.end(),
-                          [](const auto& kv) { return kv.second->job != nullptr; }));
-        if (running >= m_config.max_parallel)
-            break;
+    while (running_jobs() < m_config.max_parallel) {
         Entry* next = nullptr;
         for (auto& [id, e] : m_entries)
-            if (e->attached && e->state == JobState::queued && !e->job && !e->probing &&
+            if (e->attached && e->state == DiskState::queued && !e->job && !e->probing &&
                 (!next ||
                  std::pair(!e->requested, e->order) < std::pair(!next->requested, next->order)))
                 next = e.get();
@@ -362,13 +452,10 @@ void Scheduler::schedule() {
                 m_hooks.wake();
         });
         if (!job) {
-            set_state(*next, JobState::skipped, "not started: " + job.error().message);
+            enter_skipped(*next, "not started: " + job.error().message);
             continue;
         }
-        next->job = std::move(*job);
-        next->stopping_as.reset();
-        next->keep_state = false;
-        set_state(*next, JobState::running, "");
+        enter_running(*next, std::move(*job));
     }
     rebalance();
 }
@@ -392,15 +479,16 @@ void Scheduler::rebalance() {
             rate = rate ? std::max<uint64_t>(
                               1, static_cast<uint64_t>(static_cast<double>(rate) * m_pressure))
                         : (m_pressure == 0 ? 1 : 0);
-        e->job->set_rate(rate);
+        e->job->command(RateCommand{rate, 0});
         // Fewer chunks in flight too: a job backed off queues less in the backend.
-        const unsigned depth = e->queue_depth.value_or(m_config.queue_depth);
-        e->job->set_queue_depth(std::max(
-            1u, static_cast<unsigned>(std::lround(static_cast<double>(depth) * m_pressure))));
+        const unsigned depth = e->asked.queue_depth.value_or(m_config.queue_depth);
+        e->job->command(DepthCommand{std::max(
+            1u, static_cast<unsigned>(std::lround(static_cast<double>(depth) * m_pressure)))});
     }
 }
 
-void Scheduler::set_pressure(double factor, uint64_t reference_bytes_per_s) {
+void Scheduler::set_pressure(double factor, uint64_t reference_bytes_per_s, std::string why) {
+    m_pressure_why = std::move(why);
     if (factor == m_pressure && reference_bytes_per_s == m_pressure_reference)
         return;
     m_pressure = factor;
@@ -415,24 +503,8 @@ void Scheduler::reap() {
         ++it;
         if (!e.job || !e.job->finished())
             continue;
-        e.last = e.job->wait();
-        e.probe = e.job->probe();
-        e.job.reset(); // closes the disk
+        job_ended(e);
         any = true;
-        if (e.keep_state) {
-            save(e);
-            continue;
-        }
-        if (e.stopping_as)
-            set_state(e, *e.stopping_as, e.stopping_reason);
-        else
-            set_state(e, e.last.state, e.last.reason);
-        e.stopping_as.reset();
-        if (e.state == JobState::done)
-            log(false, e,
-                "warmed: " + format_size(e.last.written_bytes) + " written, " +
-                    format_size(e.last.skipped_bytes) + " skipped in " +
-                    std::to_string(e.last.elapsed.count() / 1000) + " s");
     }
     if (any)
         schedule();
@@ -442,7 +514,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     auto* e = find(identity);
     if (!e)
         return Error{-ENOENT, "no disk " + identity};
-    if (e->job || e->state == JobState::done)
+    if (e->job || e->state == DiskState::done)
         return {}; // one job per disk: starting it again returns it
     if (!e->attached)
         return Error{-ENODEV, identity + " is not attached"};
@@ -451,15 +523,15 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
         return Error{-EBUSY, identity + " may not be touched: " + e->look.reasons_text()};
     e->requested = true;
     if (request.mode)
-        e->mode = request.mode;
+        e->asked.mode = request.mode;
     if (request.rate_bytes_per_s)
-        e->own_rate = request.rate_bytes_per_s;
+        e->asked.rate_bytes_per_s = request.rate_bytes_per_s;
     if (request.queue_depth)
-        e->queue_depth = request.queue_depth;
+        e->asked.queue_depth = request.queue_depth;
     if (e->grace_watched && m_hooks.forget_grace)
         m_hooks.forget_grace(e->identity);
     e->grace_watched = false;
-    ready(*e);
+    enter_ready(*e);
     schedule();
     return {};
 }
@@ -501,16 +573,15 @@ Result<void> Scheduler::pause(const std::string& identity) {
     if (!e)
         return Error{-ENOENT, "no disk " + identity};
     if (e->job) {
-        e->job->pause();
-        set_state(*e, JobState::paused, "paused on request");
+        e->job->command(PauseCommand{});
+        enter_paused(*e, "paused on request");
         return {};
     }
-    if (e->state == JobState::queued || e->state == JobState::waiting) {
-        set_state(*e, JobState::paused, "paused on request");
+    if (e->state == DiskState::queued || e->state == DiskState::waiting ||
+        e->state == DiskState::paused) {
+        enter_paused(*e, "paused on request");
         return {};
     }
-    if (e->state == JobState::paused)
-        return {};
     return Error{-EINVAL,
                  identity + " is " + std::string(to_string(e->state)) + ": nothing to pause"};
 }
@@ -519,18 +590,18 @@ Result<void> Scheduler::resume(const std::string& identity) {
     auto* e = find(identity);
     if (!e)
         return Error{-ENOENT, "no disk " + identity};
-    if (e->state != JobState::paused)
+    if (e->state != DiskState::paused)
         return e->job ? Result<void>{}
                       : Error{-EINVAL, identity + " is " + std::string(to_string(e->state)) +
                                            ": nothing to resume"};
     if (e->job) {
-        e->job->resume();
-        set_state(*e, JobState::running, "");
+        e->job->command(ResumeCommand{});
+        set_state(*e, DiskState::running, "");
         return {};
     }
     if (!e->attached)
         return Error{-ENODEV, identity + " is not attached"};
-    ready(*e);
+    enter_ready(*e);
     schedule();
     return {};
 }
@@ -540,14 +611,12 @@ Result<void> Scheduler::cancel(const std::string& identity) {
     if (!e)
         return Error{-ENOENT, "no disk " + identity};
     if (e->job) {
-        e->stopping_as = JobState::cancelled;
-        e->stopping_reason = "cancelled on request";
-        e->job->stop(JobState::cancelled, e->stopping_reason);
+        stop_job(*e, {Stopping::Why::cancel, "cancelled on request"});
         return {};
     }
-    if (e->state == JobState::done)
+    if (e->state == DiskState::done)
         return Error{-EINVAL, identity + " is done: nothing to cancel"};
-    set_state(*e, JobState::cancelled, "cancelled on request");
+    enter_end(*e, DiskState::cancelled, "cancelled on request");
     return {};
 }
 
@@ -556,14 +625,12 @@ Result<void> Scheduler::release(const std::string& identity) {
     if (!e)
         return Error{-ENOENT, "no disk " + identity};
     if (e->job) {
-        e->stopping_as = JobState::released;
-        e->stopping_reason = "released on request";
-        e->job->stop(JobState::released, e->stopping_reason);
+        stop_job(*e, {Stopping::Why::release, "released on request"});
         return {};
     }
-    if (e->state == JobState::queued || e->state == JobState::waiting ||
-        e->state == JobState::paused)
-        set_state(*e, JobState::released, "released on request");
+    if (e->state == DiskState::queued || e->state == DiskState::waiting ||
+        e->state == DiskState::paused)
+        enter_end(*e, DiskState::released, "released on request");
     return {}; // holding nothing: released already
 }
 
@@ -589,27 +656,11 @@ void Scheduler::hold(const std::string& why) {
         return;
     m_held = true;
     for (auto& [id, e] : m_entries)
-        if (e->job) {
-            e->keep_state = true;
-            e->job->stop(JobState::cancelled, why);
-        }
-    for (auto& [id, e] : m_entries) {
-        if (!e->job)
-            continue;
-        e->last = e->job->wait();
-        e->job.reset(); // closes the disk
-        e->keep_state = false;
-        if (e->stopping_as) { // cancelled or released just before
-            set_state(*e, *e->stopping_as, e->stopping_reason);
-            e->stopping_as.reset();
-        } else if (e->last.state != JobState::cancelled) { // it ended by itself
-            set_state(*e, e->last.state, e->last.reason);
-        } else {
-            save(*e); // as it was, running or paused: so a shutdown resumes it at boot
-            if (e->state == JobState::running)
-                set_state(*e, JobState::waiting, why);
-        }
-    }
+        if (e->job)
+            stop_job(*e, {Stopping::Why::hold, why});
+    for (auto& [id, e] : m_entries)
+        if (e->job)
+            job_ended(*e);
 }
 
 void Scheduler::release_hold() {
@@ -617,9 +668,9 @@ void Scheduler::release_hold() {
         return;
     m_held = false;
     for (auto& [id, e] : m_entries)
-        if (e->attached && e->state == JobState::waiting && !e->grace_watched &&
+        if (e->attached && e->state == DiskState::waiting && !e->grace_watched &&
             (m_boot_finished || e->requested))
-            set_state(*e, JobState::queued, ""); // in its old place: first again
+            enter_queued(*e, ""); // in its old place: first again
     schedule();
 }
 
@@ -637,18 +688,15 @@ void Scheduler::set_auto_prefill(AutoPrefill policy) {
     m_config.auto_prefill = policy;
     for (auto& [id, e] : m_entries)
         if (e->attached && !e->job &&
-            (e->state == JobState::discovered || e->state == JobState::skipped))
+            (e->state == DiskState::discovered || e->state == DiskState::skipped))
             decide(*e);
     schedule();
 }
 
-void Scheduler::apply_config(const Config& config) {
-    const auto state_dir = m_config.state_dir;
-    m_config = config;
-    m_config.state_dir = state_dir; // needs a restart
+void Scheduler::config_changed() {
     for (auto& [id, e] : m_entries)
         if (e->attached && !e->job &&
-            (e->state == JobState::discovered || e->state == JobState::skipped))
+            (e->state == DiskState::discovered || e->state == DiskState::skipped))
             decide(*e);
     schedule();
 }
@@ -656,16 +704,11 @@ void Scheduler::apply_config(const Config& config) {
 void Scheduler::shutdown() {
     m_shutting_down = true;
     for (auto& [id, e] : m_entries)
-        if (e->job) {
-            e->keep_state = true;
-            e->job->stop(JobState::cancelled, "the daemon is stopping");
-        }
+        if (e->job)
+            stop_job(*e, {Stopping::Why::shutdown, "the daemon is stopping"});
     for (auto& [id, e] : m_entries)
-        if (e->job) {
-            e->last = e->job->wait();
-            e->job.reset();
-            save(*e);
-        }
+        if (e->job)
+            job_ended(*e);
 }
 
 std::vector<DiskView> Scheduler::disks() const {
@@ -695,16 +738,17 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.state_since_unix = e->state_since_unix;
     v.progress = e->job ? e->job->snapshot() : e->last;
     v.probe = e->job ? e->job->probe() : e->probe;
-    if (e->job && v.progress.state == JobState::paused && v.state == JobState::running) {
-        v.state = JobState::paused; // paused by the job itself: the backend is full
+    if (e->job && m_pressure < 1)
+        v.adaptive = m_pressure_why;
+    if (e->job && v.progress.status == JobStatus::paused && v.state == DiskState::running) {
+        v.state = DiskState::paused; // paused by the job itself: the backend is full
         v.reason = v.progress.reason;
     }
     return v;
 }
 
 bool Scheduler::busy() const {
-    return std::any_of(m_entries.begin(), m_entries.end(),
-                       [](const auto& kv) { return kv.second->job != nullptr; });
+    return running_jobs() > 0;
 }
 
 std::string Scheduler::status_line() const {
@@ -719,11 +763,11 @@ std::string Scheduler::status_line() const {
                 warming = "warming " + e->disk.name + " " + pct + " at " +
                           format_rate(p.rate_10s_bytes_per_s);
             }
-        } else if (e->state == JobState::queued) {
+        } else if (e->state == DiskState::queued) {
             ++queued;
-        } else if (e->state == JobState::waiting) {
+        } else if (e->state == DiskState::waiting) {
             ++waiting;
-        } else if (e->state == JobState::done && e->attached) {
+        } else if (e->state == DiskState::done && e->attached) {
             ++done;
         }
     }

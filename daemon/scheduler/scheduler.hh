@@ -1,7 +1,10 @@
-// The jobs across disks: one per disk identity, through the states of design.md;
-// the auto policy, the attach grace and the boot wait; at most max_parallel
-// running; a total rate shared by running jobs; commands by disk id; records kept
-// so that a restart resumes what was running and leaves what the user stopped.
+// The jobs across disks: one per disk identity, each disk through the states of
+// scheduler/disk_state.hh (every change through set_state, which checks the table;
+// an enter_* function per state; one place, job_ended, where a job's end is
+// handled); the auto policy, the attach grace and the boot wait; at most
+// max_parallel running; a total rate shared by running jobs; commands by disk id;
+// records kept so that a restart resumes what was running and leaves what the user
+// stopped.
 //
 // Queue order: jobs asked for (API, CLI) first, then disks in the order they
 // became ready (attached, quiet for the grace, boot finished).
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "config/config.hh"
+#include "scheduler/disk_state.hh"
 #include "scheduler/job_host.hh"
 #include "state/state_dir.hh"
 
@@ -25,7 +29,7 @@ struct DiskView {
     std::string identity;
     DiskInfo disk;
     bool attached = false;
-    JobState state = JobState::discovered;
+    DiskState state = DiskState::discovered;
     std::string reason;
     bool matched = false;
     std::string match_reason;
@@ -34,9 +38,16 @@ struct DiskView {
     DiskFacts facts;
     bool requested = false;
     ProgressSnapshot progress;
+    std::string adaptive; // while its job is held or backed off: how and why
     ProbeFigures probe;
     int64_t first_seen_unix = 0; // this run
     int64_t state_since_unix = 0;
+
+    // The share warmed, 0 to 1: a disk never warmed has no extent yet (0, not the
+    // engine's "nothing left", 1) unless it is done.
+    double progress_ratio() const {
+        return progress.total_bytes ? progress.ratio() : (state == DiskState::done ? 1 : 0);
+    }
 };
 
 enum class DiskAction { start, pause, resume, cancel, release };
@@ -61,7 +72,9 @@ public:
         std::function<void(std::string_view event, const std::string& identity)> changed;
     };
 
-    Scheduler(const Config& config, const StateDir& state, JobHost& host, Hooks hooks);
+    // `config` is the daemon's one copy: the scheduler reads it as it is now, and
+    // changes the settings the API and D-Bus may change (until the next reload).
+    Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks hooks);
     ~Scheduler();
 
     // From discovery.
@@ -92,12 +105,13 @@ public:
 
     void set_total_rate(uint64_t rate_bytes_per_s);
     // Adaptive mode: every running job's rate times `factor` (0 holds them, 1 is as
-    // configured); `reference` stands for total_rate when that is unlimited.
-    void set_pressure(double factor, uint64_t reference_bytes_per_s);
+    // configured); `reference` stands for total_rate when that is unlimited; `why`
+    // is what the disks' views say of it ("" at full rate).
+    void set_pressure(double factor, uint64_t reference_bytes_per_s, std::string why);
     void set_max_parallel(unsigned max_parallel);
     void set_auto_prefill(AutoPrefill policy);
-    // Settings from a reloaded config (what can apply while running).
-    void apply_config(const Config& config);
+    // The config was reloaded: disks not yet taken up are judged again by it.
+    void config_changed();
 
     // The system is about to sleep or shut down (`why`): every job stops after its
     // chunks in flight, checkpointed, and closes its disk; the running ones wait
@@ -118,26 +132,43 @@ public:
     std::string status_line() const;
     bool busy() const; // any job running
     const Config& config() const { return m_config; }
+    // Changes set_state refused: a bug each (the tests check for none).
+    unsigned illegal_transitions() const { return m_illegal_transitions; }
 
 private:
     struct Entry;
+    struct Stopping;
     Entry& entry_for(const DiskInfo& disk);
     Entry* find(const std::string& identity);
     const Entry* find(const std::string& identity) const;
     void decide(Entry& entry);
     void forget_detached(Entry& entry);
-    void ready(Entry& entry);
     void schedule();
     void rebalance();
-    void set_state(Entry& entry, JobState state, std::string reason);
+    void stop_job(Entry& entry, Stopping stopping);
+    void job_ended(Entry& entry);
+
+    // The states, each entered through its function, each change through set_state.
+    void set_state(Entry& entry, DiskState state, std::string reason);
+    void enter_discovered(Entry& entry, std::string reason);
+    void enter_skipped(Entry& entry, std::string reason);
+    void enter_waiting(Entry& entry, std::string reason);
+    void enter_ready(Entry& entry); // queued, or waiting for the boot
+    void enter_queued(Entry& entry, std::string reason);
+    void enter_running(Entry& entry, std::unique_ptr<RunningJob> job);
+    void enter_paused(Entry& entry, std::string reason);
+    void enter_end(Entry& entry, DiskState state, std::string reason);
+
     void save(const Entry& entry);
     JobSpec spec_for(const Entry& entry) const;
     std::optional<uint64_t> override_rate(const Entry& entry) const;
+    unsigned running_jobs() const;
     void log(bool warning, const Entry& entry, const std::string& message) const;
 
-    Config m_config;
+    Config& m_config;
     double m_pressure = 1;
     uint64_t m_pressure_reference = 0;
+    std::string m_pressure_why;
     const StateDir& m_state;
     JobHost& m_host;
     Hooks m_hooks;
@@ -146,6 +177,7 @@ private:
     uint64_t m_next_order = 0;
     bool m_shutting_down = false;
     bool m_held = false;
+    unsigned m_illegal_transitions = 0;
 };
 
 } // namespace prewarmd

@@ -66,4 +66,8 @@ void log_debug(const std::string& line) {
     spdlog::debug("{}", line);
 }
 
+void log_line(bool warning, const std::string& line) {
+    warning ? log_warning(line) : log_info(line);
+}
+
 } // namespace prewarmd

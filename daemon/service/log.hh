@@ -12,5 +12,7 @@ void log_info(const std::string& line);
 void log_warning(const std::string& line);
 void log_error(const std::string& line);
 void log_debug(const std::string& line);
+// A warning or an info line: the shape the daemon's pieces take for their log.
+void log_line(bool warning, const std::string& line);
 
 } // namespace prewarmd

@@ -9,8 +9,6 @@
 #include <atomic>
 #include <cerrno>
 #include <fstream>
-#include <map>
-#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -35,93 +33,13 @@
 #include "scheduler/disk_job_host.hh"
 #include "scheduler/scheduler.hh"
 #include "service/log.hh"
+#include "service/loop_backend.hh"
 #include "state/state_dir.hh"
 
 namespace prewarmd {
 namespace {
 
 constexpr int exit_ok = 0, exit_failure = 1, exit_config = 2, exit_other_instance = 3;
-constexpr auto api_timeout = std::chrono::seconds(2);
-
-// The API's view of the daemon: every call runs on the loop's thread.
-class LoopBackend final : public ApiBackend {
-public:
-    LoopBackend(Dispatcher& dispatcher, Scheduler& scheduler, const std::atomic<bool>& ready,
-                std::function<void()> settings_changed)
-        : m_dispatcher(dispatcher), m_scheduler(scheduler), m_ready(ready),
-          m_settings_changed(std::move(settings_changed)) {}
-
-    Result<std::vector<DiskView>> disks() override {
-        return answer(m_dispatcher.call([this] { return m_scheduler.disks(); }, api_timeout));
-    }
-    Result<std::optional<DiskView>> disk(const std::string& id) override {
-        return answer(m_dispatcher.call([this, id] { return m_scheduler.disk(id); }, api_timeout));
-    }
-    Result<void> act(const std::string& id, DiskAction action, const StartRequest& start) override {
-        auto done = m_dispatcher.call(
-            [this, id, action, start] { return m_scheduler.act(id, action, start); }, api_timeout);
-        if (!done)
-            return busy();
-        return *done;
-    }
-    Result<ProbeFigures> probe(const std::string& id) override {
-        auto ticket =
-            m_dispatcher.call([this, id] { return m_scheduler.begin_probe(id); }, api_timeout);
-        if (!ticket)
-            return busy();
-        if (!*ticket)
-            return ticket->error();
-        // Here, on the HTTP worker's thread: the loop goes on meanwhile.
-        auto figures = probe_disk((*ticket)->disk, (*ticket)->before);
-        // Runs even if this wait gives up: the disk is never left marked as probed.
-        m_dispatcher.call(
-            [this, id, figures] {
-                m_scheduler.end_probe(id, figures);
-                return true;
-            },
-            api_timeout);
-        return figures;
-    }
-    Result<ApiSettings> settings() override {
-        return answer(m_dispatcher.call([this] { return current(); }, api_timeout));
-    }
-    Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) override {
-        return answer(m_dispatcher.call(
-            [this, patch] {
-                if (patch.total_rate_bytes_per_s)
-                    m_scheduler.set_total_rate(*patch.total_rate_bytes_per_s);
-                if (patch.max_parallel)
-                    m_scheduler.set_max_parallel(*patch.max_parallel);
-                if (patch.auto_prefill)
-                    m_scheduler.set_auto_prefill(*patch.auto_prefill);
-                log_info("api: settings now: total_rate " +
-                         std::to_string(m_scheduler.config().total_rate_bytes_per_s) +
-                         " B/s, max_parallel " + std::to_string(m_scheduler.config().max_parallel));
-                m_settings_changed();
-                return current();
-            },
-            api_timeout));
-    }
-    bool ready() override { return m_ready; }
-
-private:
-    static Error busy() { return Error{-EAGAIN, "the daemon did not answer in time"}; }
-    template <typename T>
-    static Result<T> answer(std::optional<T> value) {
-        if (!value)
-            return busy();
-        return std::move(*value);
-    }
-    ApiSettings current() const {
-        const auto& c = m_scheduler.config();
-        return {c.total_rate_bytes_per_s, c.max_parallel, c.auto_prefill};
-    }
-
-    Dispatcher& m_dispatcher;
-    Scheduler& m_scheduler;
-    const std::atomic<bool>& m_ready;
-    std::function<void()> m_settings_changed;
-};
 
 void drain(int fd) {
     uint64_t value;
@@ -129,33 +47,50 @@ void drain(int fd) {
     }
 }
 
+std::string read_text_file(const char* path) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+// The daemon's pieces and how they are wired: it owns the configuration (the
+// scheduler and the job host refer to it), and does nothing itself but pass events
+// from one piece to another.
 class Service {
 public:
     Service(const ServiceOptions& options, Config config, StateDir state)
         : m_options(options), m_config(std::move(config)), m_state(std::move(state)),
-          m_host(m_config, [](bool warning, const std::string& line) {
-              warning ? log_warning(line) : log_info(line);
-          }) {}
+          m_host(m_config, log_line) {}
 
     ~Service();
     int run();
 
 private:
     Result<void> start();
-    void start_dbus();
+    Result<void> start_loop();
+    Result<void> start_signals();
+    Result<void> start_udev();
+    Result<void> start_grace();
+    Result<void> start_scheduler();
+    Result<void> start_dbus();
+    Result<void> start_sources();
+    Result<void> enumerate();
+    Result<void> start_api();
+
     void settings_changed();
     void on_udev();
     void grace_outcomes();
     void on_signal();
     void reload();
+    void every_second();
     void notify_status();
     void publish(std::string_view event, const std::string& identity);
     void publish_progress();
     void adapt();
-    Result<void> start_api();
 
     ServiceOptions m_options;
-    Config m_config;
+    Config m_config; // the one copy: the scheduler and the host refer to it
     StateDir m_state;
     DiskJobHost m_host;
     std::unique_ptr<EventLoop> m_loop;
@@ -177,24 +112,39 @@ private:
     UniqueFd m_wake;
     std::vector<EventLoop::Handle> m_handles;
     std::string m_last_status;
-    Clock::time_point m_next_status{};
-    std::optional<std::chrono::microseconds> m_watchdog;
-    Clock::time_point m_next_watchdog{};
-    // Adaptive mode: the controller, the last /proc/diskstats, and the jobs' rate at
-    // full speed (what the factor scales when total_rate is unlimited).
-    BackoffController m_backoff;
-    std::map<std::string, DiskCounters> m_diskstats;
-    Clock::time_point m_diskstats_at{};
-    uint64_t m_full_rate = 0;
-    bool m_backed_off = false;
+    Clock::time_point m_next_second{};
+    AdaptiveMode m_adaptive;
 };
 
+// Start-up, in this order: each step named, so a failure says where.
 Result<void> Service::start() {
+    struct Step {
+        const char* name;
+        Result<void> (Service::*run)();
+    };
+    static constexpr Step steps[] = {
+        {"the event loop", &Service::start_loop},       {"signals", &Service::start_signals},
+        {"the udev monitor", &Service::start_udev},     {"the attach grace", &Service::start_grace},
+        {"the scheduler", &Service::start_scheduler},   {"D-Bus", &Service::start_dbus},
+        {"the event sources", &Service::start_sources}, {"the disks present", &Service::enumerate},
+        {"the HTTP API", &Service::start_api},
+    };
+    for (const auto& step : steps)
+        if (auto done = (this->*step.run)(); !done)
+            return Error{done.error().err,
+                         std::string("starting ") + step.name + ": " + done.error().message};
+    return {};
+}
+
+Result<void> Service::start_loop() {
     auto loop = EventLoop::create();
     if (!loop)
         return loop.error();
     m_loop = std::move(*loop);
+    return {};
+}
 
+Result<void> Service::start_signals() {
     sigset_t signals;
     sigemptyset(&signals);
     for (const int s : {SIGTERM, SIGINT, SIGHUP})
@@ -204,51 +154,101 @@ Result<void> Service::start() {
     m_wake.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!m_signals || !m_wake)
         return errno_error("signalfd/eventfd");
+    return {};
+}
 
+// The monitor listens before the enumeration, so no disk slips in between.
+Result<void> Service::start_udev() {
     auto udev = Udev::open();
     if (!udev)
         return udev.error();
     m_udev.emplace(std::move(*udev));
-    // The monitor listens before the enumeration, so no disk slips in between.
     auto monitor = UdevMonitor::open(*m_udev);
     if (!monitor)
         return monitor.error();
     m_monitor.emplace(std::move(*monitor));
+    return {};
+}
+
+Result<void> Service::start_grace() {
     auto grace = AttachGrace::create();
     if (!grace)
         return grace.error();
     m_grace.emplace(std::move(*grace));
+    return {};
+}
 
+Result<void> Service::start_scheduler() {
     Scheduler::Hooks hooks;
     hooks.watch_grace = [this](const std::string& identity, const DiskInfo& disk) {
         const auto until = Clock::now() + m_config.attach_grace;
         if (auto watched =
                 m_grace->watch(identity, disk.devnode, makedev(disk.major, disk.minor), until);
-            !watched) {
+            !watched)
             log_warning(identity + ": cannot watch it for the attach grace (" +
                         watched.error().message + "): it stays waiting");
-            return;
-        }
     };
     hooks.forget_grace = [this](const std::string& identity) { m_grace->forget(identity); };
     hooks.wake = [fd = m_wake.get()] {
         const uint64_t one = 1;
         [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
     };
-    hooks.log = [](bool warning, const std::string& line) {
-        warning ? log_warning(line) : log_info(line);
-    };
+    hooks.log = log_line;
     hooks.changed = [this](std::string_view event, const std::string& identity) {
         publish(event, identity);
     };
     m_scheduler.emplace(m_config, m_state, m_host, std::move(hooks));
-    // Before the enumeration: the disks present at start wait for the boot too.
-    if (m_config.dbus_enabled)
-        start_dbus();
-    else if (m_config.wait_for_boot)
-        log_info("wait_for_boot: D-Bus is off ([dbus] enabled = false): the boot counts as "
-                 "finished");
+    return {};
+}
 
+// Before the enumeration: the disks present at start wait for the boot too. A bus
+// that is not there is no error: no D-Bus API, no boot wait, no inhibitor.
+Result<void> Service::start_dbus() {
+    if (!m_config.dbus_enabled) {
+        if (m_config.wait_for_boot)
+            log_info("wait_for_boot: D-Bus is off ([dbus] enabled = false): the boot counts as "
+                     "finished");
+        return {};
+    }
+    auto bus = Bus::open(m_config.dbus_address, *m_loop, [](const std::string& why) {
+        log_warning("D-Bus connection lost (" + why +
+                    "): no D-Bus API and no shutdown inhibitor until a restart; the rest goes on");
+    });
+    if (!bus) {
+        log_warning("D-Bus: " + bus.error().message +
+                    ": no D-Bus API, no boot wait, no shutdown inhibitor; the rest works");
+        return {};
+    }
+    m_bus = std::move(*bus);
+    SystemWatch::Hooks hooks;
+    hooks.boot_finished = [this] {
+        m_scheduler->set_boot_finished(true);
+        settings_changed();
+        notify_status();
+    };
+    hooks.hold = [this](const std::string& why) {
+        m_scheduler->hold(why);
+        notify_status();
+    };
+    hooks.release = [this] {
+        m_scheduler->release_hold();
+        m_system->want_inhibitor(m_scheduler->busy());
+        notify_status();
+    };
+    hooks.log = log_line;
+    m_system = SystemWatch::start(*m_bus, m_config.wait_for_boot, std::move(hooks));
+    m_scheduler->set_boot_finished(m_system->boot_finished());
+    auto api = DbusApi::start(*m_bus, *m_scheduler, m_config.dbus_group, log_line);
+    if (!api) {
+        log_warning(api.error().message + ": no D-Bus API; the rest works");
+        return {};
+    }
+    m_dbus = std::move(*api);
+    log_info(std::string("dbus: ") + dbus_name + " on " + m_bus->description());
+    return {};
+}
+
+Result<void> Service::start_sources() {
     const auto add = [&](int fd, std::function<void()> fn) -> Result<void> {
         auto handle = m_loop->watch(fd, std::move(fn));
         if (!handle)
@@ -273,31 +273,30 @@ Result<void> Service::start() {
     // Grace outcomes come from an open seen (the fd) or a period ended (the timer).
     m_handles.push_back(
         m_loop->timer([this] { return m_grace->next_deadline(); }, [this] { grace_outcomes(); }));
-    // STATUS= and progress events once a second while a job runs; nothing when idle.
+    // Once a second while a job runs (STATUS=, progress events, adaptive mode);
+    // nothing when idle. Its own clock: other events do not put it off.
     m_handles.push_back(m_loop->timer(
-        [this] { return m_scheduler->busy() ? std::optional(m_next_status) : std::nullopt; },
-        [this] {
-            notify_status();
-            publish_progress();
-            adapt();
-            if (m_dbus)
-                m_dbus->on_progress();
-        }));
+        [this] { return m_scheduler->busy() ? std::optional(m_next_second) : std::nullopt; },
+        [this] { every_second(); }));
     uint64_t watchdog_usec = 0;
     if (sd_watchdog_enabled(0, &watchdog_usec) > 0) {
-        m_watchdog = std::chrono::microseconds(watchdog_usec / 2);
-        m_handles.push_back(m_loop->timer([this] { return std::optional(m_next_watchdog); },
-                                          [this] {
+        const auto half = std::chrono::microseconds(watchdog_usec / 2);
+        auto next = std::make_shared<Clock::time_point>(Clock::now());
+        m_handles.push_back(m_loop->timer([next] { return std::optional(*next); },
+                                          [next, half] {
                                               sd_notify(0, "WATCHDOG=1");
-                                              m_next_watchdog = Clock::now() + *m_watchdog;
+                                              *next = Clock::now() + half;
                                           }));
     }
+    return {};
+}
 
+Result<void> Service::enumerate() {
     for (const auto& disk : m_udev->disks())
         for (const auto& update : m_tracker.on_uevent("present", disk))
             m_scheduler->on_attached(update.disk);
     m_ready = true;
-    return start_api();
+    return {};
 }
 
 Result<void> Service::start_api() {
@@ -307,57 +306,11 @@ Result<void> Service::start_api() {
     m_dispatcher = std::move(*dispatcher);
     m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready, [this] { settings_changed(); });
     m_router.emplace(*m_backend);
-    auto api =
-        ApiServer::start(m_config, *m_router, m_events, [](bool warning, const std::string& line) {
-            warning ? log_warning(line) : log_info(line);
-        });
+    auto api = ApiServer::start(m_config, *m_router, m_events, log_line);
     if (!api)
         return api.error();
     m_api = std::move(*api);
     return {};
-}
-
-void Service::start_dbus() {
-    auto bus = Bus::open(m_config.dbus_address, *m_loop, [](const std::string& why) {
-        log_warning("D-Bus connection lost (" + why +
-                    "): no D-Bus API and no shutdown inhibitor until a restart; the rest goes on");
-    });
-    if (!bus) {
-        log_warning("D-Bus: " + bus.error().message +
-                    ": no D-Bus API, no boot wait, no shutdown inhibitor; the rest works");
-        return;
-    }
-    m_bus = std::move(*bus);
-    SystemWatch::Hooks hooks;
-    hooks.boot_finished = [this] {
-        m_scheduler->set_boot_finished(true);
-        settings_changed();
-        notify_status();
-    };
-    hooks.hold = [this](const std::string& why) {
-        m_scheduler->hold(why);
-        notify_status();
-    };
-    hooks.release = [this] {
-        m_scheduler->release_hold();
-        m_system->want_inhibitor(m_scheduler->busy());
-        notify_status();
-    };
-    hooks.log = [](bool warning, const std::string& line) {
-        warning ? log_warning(line) : log_info(line);
-    };
-    m_system = SystemWatch::start(*m_bus, m_config.wait_for_boot, std::move(hooks));
-    m_scheduler->set_boot_finished(m_system->boot_finished());
-    auto api = DbusApi::start(*m_bus, *m_scheduler, m_config.dbus_group,
-                              [](bool warning, const std::string& line) {
-                                  warning ? log_warning(line) : log_info(line);
-                              });
-    if (!api) {
-        log_warning(api.error().message + ": no D-Bus API; the rest works");
-        return;
-    }
-    m_dbus = std::move(*api);
-    log_info(std::string("dbus: ") + dbus_name + " on " + m_bus->description());
 }
 
 void Service::settings_changed() {
@@ -379,62 +332,56 @@ void Service::publish(std::string_view event, const std::string& identity) {
         m_events.publish(event == "added" ? "disk_added" : "state_changed", disk_json(*disk));
 }
 
+void Service::every_second() {
+    m_next_second = Clock::now() + std::chrono::seconds(1);
+    notify_status();
+    publish_progress();
+    adapt();
+    if (m_dbus)
+        m_dbus->on_progress();
+}
+
 // At most once a second per disk: this runs on the 1 s timer only.
 void Service::publish_progress() {
     for (const auto& d : m_scheduler->disks())
-        if (d.state == JobState::running || d.state == JobState::paused)
+        if (d.state == DiskState::running || d.state == DiskState::paused)
             m_events.publish("progress", json_text({{"id", d.identity},
                                                     {"progress", nlohmann::json(d.progress)}}));
 }
 
-// Once a second while a job runs (scheduler/adaptive.hh has the control law).
+// The readings for adaptive mode; the law is in scheduler/adaptive.hh.
 void Service::adapt() {
     if (!m_config.adaptive) {
-        m_scheduler->set_pressure(1, 0);
-        m_diskstats.clear();
+        m_scheduler->set_pressure(1, 0, "");
         return;
     }
-    std::ifstream file("/proc/diskstats");
-    std::stringstream text;
-    text << file.rdbuf();
-    if (!file)
+    const auto text = read_text_file("/proc/diskstats");
+    if (text.empty())
         return;
-    const auto now = Clock::now();
-    auto counters = parse_diskstats(text.str());
-    std::set<std::string> ours;
-    double rate = 0;
+    AdaptiveMode::Reading reading;
+    reading.diskstats = text;
+    reading.at = Clock::now();
     const auto disks = m_scheduler->disks();
     for (const auto& d : disks)
-        if (d.state == JobState::running) {
-            ours.insert(d.disk.name);
-            rate += d.progress.rate_1s_bytes_per_s;
+        if (d.state == DiskState::running) {
+            reading.warming.insert(d.disk.name);
+            reading.warming_bytes_per_s += d.progress.rate_1s_bytes_per_s;
         }
     // [prefill] adaptive_watch: only the disks it names count.
     const auto& watch = m_config.adaptive_watch_rules;
-    std::set<std::string> watched;
-    for (const auto& d : disks)
-        if (std::any_of(watch.begin(), watch.end(),
-                        [&](const MatchRule& rule) { return rule.matches(d.disk); }))
-            watched.insert(d.disk.name);
-    if (m_backoff.factor() == 1 && rate > 0)
-        m_full_rate = static_cast<uint64_t>(rate);
-    const double seconds = std::chrono::duration<double>(now - m_diskstats_at).count();
-    // A gap (no job ran) says nothing about now: start over from this reading.
-    if (!m_diskstats.empty() && seconds < 3) {
-        auto loads = loads_between(m_diskstats, counters, seconds, ours);
-        if (!watch.empty())
-            std::erase_if(loads, [&](const auto& load) { return !watched.count(load.first); });
-        const double factor = m_backoff.update(loads);
-        if (factor > 0 && factor < 1 && !m_backed_off)
-            log_info("adaptive: backing off, " + m_backoff.why());
-        else if (factor == 1 && m_backed_off)
-            log_info("adaptive: the other disks are as fast as alone: full rate again");
-        if (factor > 0)
-            m_backed_off = factor < 1;
-        m_scheduler->set_pressure(factor, std::max<uint64_t>(m_full_rate, 1 << 20));
+    if (!watch.empty()) {
+        reading.watched.emplace();
+        for (const auto& d : disks)
+            if (std::any_of(watch.begin(), watch.end(),
+                            [&](const MatchRule& rule) { return rule.matches(d.disk); }))
+                reading.watched->insert(d.disk.name);
     }
-    m_diskstats = std::move(counters);
-    m_diskstats_at = now;
+    const auto pressure = m_adaptive.update(reading);
+    if (const auto news = m_adaptive.take_news(); !news.empty())
+        log_info(news);
+    if (pressure)
+        m_scheduler->set_pressure(pressure->factor, pressure->reference_bytes_per_s,
+                                  m_adaptive.describe());
 }
 
 void Service::grace_outcomes() {
@@ -484,13 +431,15 @@ void Service::on_signal() {
 void Service::reload() {
     sd_notify(0, "RELOADING=1");
     auto fresh = load_config(m_options.config_path, !m_options.config_given);
+    if (fresh)
+        if (auto valid = check_config(*fresh); !valid)
+            fresh = valid.error();
     if (!fresh) {
         log_error("reload: " + fresh.error().message + "; keeping the settings in force");
         sd_notify(0, "READY=1");
         return;
     }
-    if (m_options.state_dir)
-        fresh->state_dir = *m_options.state_dir;
+    fresh->state_dir = m_config.state_dir; // needs a restart
     const auto plan = plan_reload(m_config, *fresh);
     std::string applied, waiting;
     for (const auto& a : plan.applied)
@@ -499,12 +448,9 @@ void Service::reload() {
         waiting += " " + w;
     log_info("reload: " + (applied.empty() ? std::string("nothing changed") : "applied" + applied) +
              (waiting.empty() ? "" : "; needs a restart, kept as it was:" + waiting));
-    const auto state_dir = m_config.state_dir;
-    m_config = *fresh;
-    m_config.state_dir = state_dir;
+    m_config = std::move(*fresh);
     set_log_level(m_config.log_level);
-    m_host.apply_config(m_config);
-    m_scheduler->apply_config(m_config);
+    m_scheduler->config_changed();
     if (!m_config.wait_for_boot)
         m_scheduler->set_boot_finished(true);
     if (m_dbus)
@@ -519,7 +465,6 @@ void Service::reload() {
 }
 
 void Service::notify_status() {
-    m_next_status = Clock::now() + std::chrono::seconds(1);
     const auto line = m_scheduler->status_line();
     if (line == m_last_status)
         return;
@@ -540,7 +485,6 @@ int Service::run() {
         log_error(started.error().message);
         return started.error().err == -EINVAL ? exit_config : exit_failure;
     }
-    m_next_watchdog = Clock::now();
     sd_notify(0, "READY=1");
     log_info("running: state in " + m_state.path() + ", " +
              std::to_string(m_scheduler->disks().size()) + " disk(s) known");
@@ -555,15 +499,23 @@ int Service::run() {
 
 } // namespace
 
+Result<void> check_config(const Config& config) {
+    return check_api_config(config);
+}
+
 int run_service(const ServiceOptions& options) {
     auto config = load_config(options.config_path, !options.config_given);
+    if (config && options.state_dir)
+        config->state_dir = *options.state_dir;
+    // The whole configuration, before anything else: what `config --check` refuses.
+    if (config)
+        if (auto valid = check_config(*config); !valid)
+            config = valid.error();
     if (!config) {
         setup_log("info");
         log_error(config.error().message);
         return exit_config;
     }
-    if (options.state_dir)
-        config->state_dir = *options.state_dir;
     setup_log(config->log_level);
     auto state = StateDir::open(config->state_dir);
     if (!state) {

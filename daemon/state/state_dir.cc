@@ -33,10 +33,9 @@ Result<JobRecord> parse_record(std::string_view text) {
         const auto j = nlohmann::json::parse(*body);
         JobRecord r;
         r.identity = j.at("identity").get<std::string>();
-        const auto state = parse_job_state(j.at("state").get<std::string>());
-        if (!state || r.identity.empty() || url_safe(r.identity) != r.identity)
+        r.state = j.at("state").get<std::string>();
+        if (r.state.empty() || r.identity.empty() || url_safe(r.identity) != r.identity)
             throw std::invalid_argument("bad state or identity");
-        r.state = *state;
         r.reason = j.at("reason").get<std::string>();
         r.mode = j.at("mode").get<std::string>();
         r.requested = j.at("requested").get<bool>();
@@ -92,7 +91,7 @@ std::string StateDir::checkpoint_path(const std::string& identity) const {
 Result<void> StateDir::save(const JobRecord& r) const {
     const nlohmann::json j = {
         {"identity", r.identity},
-        {"state", to_string(r.state)},
+        {"state", r.state},
         {"reason", r.reason},
         {"mode", r.mode},
         {"requested", r.requested},

@@ -10,14 +10,13 @@
 #include "base/result.hh"
 #include "base/unique_fd.hh"
 #include "measurement/probe.hh"
-#include "measurement/progress.hh"
 
 namespace prewarmd {
 
 // What the daemon remembers of a disk's job across restarts.
 struct JobRecord {
     std::string identity;
-    JobState state = JobState::queued;
+    std::string state; // the disk's state (the scheduler's to name and to check)
     std::string reason;
     std::string mode = "zero";
     bool requested = false;        // asked for (API), not taken up by itself

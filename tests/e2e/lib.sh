@@ -138,9 +138,18 @@ require_udevd() {
 # arguments; logging to $DAEMON_LOG; stopped with SIGTERM at cleanup.
 # CONFIG as the daemon gets it: unless it has its own, the API gets this test's port
 # and socket (api_config) and D-Bus is off, so a test never meets the machine's own
-# bus or port 7433. For a config rewritten before a reload.
+# bus or port 7433; and adaptive mode watches this test's disks only, so other
+# tests' busy disks never slow it down. For a config rewritten before a reload.
 daemon_config() { # CONFIG
-    local config=$1
+    local config=$1 watch
+    watch="adaptive_watch = [\"$(sim_rule)\"]"
+    if [[ $config != *adaptive* ]]; then
+        if [[ $config == *"[prefill]"* ]]; then
+            config=${config/"[prefill]"/"[prefill]"$'\n'$watch}
+        else
+            config+=$'\n[prefill]\n'$watch
+        fi
+    fi
     [[ $config == *"[api]"* ]] || config+=$'\n'$API_CONFIG
     [[ $config == *"[dbus]"* ]] || config+=$'\n[dbus]\nenabled = false'
     printf '%s\n' "$config"
@@ -158,10 +167,17 @@ start_daemon() { # CONFIG [ARGS...]
     on_cleanup "stop_daemon"
 }
 
+# Stops it; a line of the daemon's saying BUG (a state change its table forbids)
+# fails the test.
 stop_daemon() {
-    [[ -n ${DAEMON_PID:-} ]] && kill -0 "$DAEMON_PID" 2>/dev/null || return 0
-    kill -TERM "$DAEMON_PID"
-    wait "$DAEMON_PID" || true
+    if [[ -n ${DAEMON_PID:-} ]] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+        kill -TERM "$DAEMON_PID"
+        wait "$DAEMON_PID" || true
+    fi
+    if [[ -n ${DAEMON_LOG:-} ]] && grep -q "BUG:" "$DAEMON_LOG"; then
+        echo "FAIL: the daemon logged a bug: $(grep "BUG:" "$DAEMON_LOG")" >&2
+        return 1
+    fi
 }
 
 # Waits until the daemon's log has a line matching the extended regex PATTERN.
@@ -170,14 +186,28 @@ wait_for_log() { # PATTERN [SECONDS]
     pass "log: $(grep -Em1 "$1" "$DAEMON_LOG" | cut -d' ' -f3-)"
 }
 
-# Waits until FILE has a line matching the extended regex PATTERN.
+# Waits until FILE has a line matching the extended regex PATTERN; on a time-out,
+# the daemon's threads say where they are.
 wait_for_line() { # FILE PATTERN [SECONDS]
     local deadline=$((SECONDS + ${3:-20}))
     until grep -Eq "$2" "$1" 2>/dev/null; do
-        ((SECONDS < deadline)) || fail "no line like '$2' in $1 after ${3:-20} s:
+        if ((SECONDS >= deadline)); then
+            daemon_stacks
+            fail "no line like '$2' in $1 after ${3:-20} s:
 $(cat "$1" 2>&1)"
+        fi
         sleep 0.1
     done
+}
+
+# The running daemon's thread stacks, on standard error (gdb, when there is one).
+daemon_stacks() {
+    [[ -n ${DAEMON_PID:-} ]] && kill -0 "$DAEMON_PID" 2>/dev/null || return 0
+    command -v gdb >/dev/null || { echo "(no gdb: no thread stacks)" >&2; return 0; }
+    echo "--- the daemon's threads (pid $DAEMON_PID):" >&2
+    timeout 60 gdb -p "$DAEMON_PID" -batch -ex "thread apply all bt 12" 2>/dev/null |
+        grep -E '^(Thread|#)' >&2 || true
+    echo "---" >&2
 }
 
 # A field of the job record of the simulated disk NAME.

@@ -18,7 +18,7 @@ public:
         a.disk.size_bytes = 4ull << 30;
         a.attached = true;
         a.verdict = Verdict::eligible;
-        a.state = JobState::discovered;
+        a.state = DiskState::discovered;
         DiskView b = a;
         b.identity = "loop-odd\"name";
         b.disk.name = "loop\\0";

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "scheduler/adaptive.hh"
@@ -137,4 +139,61 @@ TEST_CASE(
                             << mean(applied, 30));
     CHECK(p99 <= 1.5e-3);             // 4 ms at full speed
     CHECK(mean(applied, 30) >= 0.05); // and the prefill still moves
+}
+
+namespace {
+
+// /proc/diskstats with xvda having done `ios` I/Os in `ms` ms so far, and our xvdb.
+std::string diskstats(uint64_t ios, uint64_t ms) {
+    return " 202 0 xvda " + std::to_string(ios) + " 0 0 " + std::to_string(ms) + " 0 0 0 0 0 " +
+           std::to_string(ms) + " 0\n 202 16 xvdb 5 0 0 5 5 0 0 5 0 5 5\n";
+}
+
+} // namespace
+
+TEST_CASE("adaptive mode from diskstats text: the first reading starts, harm backs off") {
+    AdaptiveMode mode;
+    const auto t0 = Clock::now();
+    const auto at = [&](int s) { return t0 + std::chrono::seconds(s); };
+    const std::set<std::string> ours{"xvdb"};
+    auto text = diskstats(0, 0);
+    CHECK_FALSE(mode.update({text, at(0), ours, 100e6, {}}).has_value());
+    // xvda busy with no baseline yet: a quiet window (0) is asked for.
+    text = diskstats(1000, 1000); // 1 ms each
+    auto p = mode.update({text, at(1), ours, 100e6, {}});
+    REQUIRE(p);
+    CHECK(p->factor == 0);
+    CHECK(mode.describe().find("quiet window") != std::string::npos);
+    text = diskstats(2000, 2000); // alone: 1 ms
+    p = mode.update({text, at(2), ours, 0, {}});
+    REQUIRE(p);
+    CHECK(p->factor == 1);
+    text = diskstats(3000, 6000); // beside us: 4 ms
+    p = mode.update({text, at(3), ours, 100e6, {}});
+    REQUIRE(p);
+    CHECK(p->factor < 0.5);
+    CHECK(mode.take_news().find("backing off, xvda at 4.00 ms") != std::string::npos);
+    CHECK(mode.describe().find("backed off to") != std::string::npos);
+    // A gap of more than 3 s (no job ran) starts over.
+    CHECK_FALSE(mode.update({text, at(10), ours, 0, {}}).has_value());
+}
+
+TEST_CASE("adaptive mode: the rate it scales is the highest seen at full speed, never a new job's "
+          "first trickle") {
+    // A job resumed after a detach ran at 1 byte/s while held; measured as "full
+    // speed", it made the reference 1 MiB/s and the job crawled for minutes.
+    AdaptiveMode mode;
+    const auto t0 = Clock::now();
+    const std::set<std::string> ours{"xvdb"};
+    const auto idle = " 202 16 xvdb 5 0 0 5 5 0 0 5 0 5 5\n";
+    CHECK_FALSE(mode.update({idle, t0, ours, 0, {}}).has_value());
+    auto p = mode.update({idle, t0 + std::chrono::seconds(1), ours, 0, {}});
+    REQUIRE(p);
+    CHECK(p->reference_bytes_per_s == AdaptiveMode::unseen_full_rate);
+    p = mode.update({idle, t0 + std::chrono::seconds(2), ours, 300e6, {}});
+    REQUIRE(p);
+    CHECK(p->reference_bytes_per_s == 300000000);
+    p = mode.update({idle, t0 + std::chrono::seconds(3), ours, 12, {}});
+    REQUIRE(p);
+    CHECK(p->reference_bytes_per_s == 300000000);
 }

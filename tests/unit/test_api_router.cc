@@ -167,7 +167,7 @@ TEST_CASE("api: backend errors map to statuses") {
 TEST_CASE("api: metrics in the Prometheus text format") {
     FakeBackend backend;
     auto& d = backend.m_disks[1];
-    d.state = JobState::running;
+    d.state = DiskState::running;
     d.progress.total_bytes = 1000;
     d.progress.done_bytes = 250;
     d.progress.written_bytes = 200;

@@ -56,3 +56,14 @@ TEST_CASE("prewarmctl: one disk in detail") {
     CHECK(progress_of(disk("xvdb", "running", 1.7)) == 1.0);
     CHECK(progress_of(json::object()) == 0.0);
 }
+
+TEST_CASE("prewarmctl: a job held by adaptive mode says so, not \"at most 1 B/s\"") {
+    auto d = disk("xvdb", "running", 0.5);
+    d["progress"]["rate_limit_bytes_per_s"] = uint64_t{1};
+    d["adaptive"] = "held for a quiet window: one second in which the other disks are timed alone";
+    const auto text = disk_details(d, Style{});
+    CHECK(text.find("at most") == std::string::npos);
+    CHECK(text.find("; held for a quiet window") != std::string::npos);
+    d["adaptive"] = "";
+    CHECK(disk_details(d, Style{}).find("; at most ") != std::string::npos);
+}

@@ -8,8 +8,8 @@
 #include "base/zero.hh"
 #include "engine/checkpoint.hh"
 #include "engine/plan.hh"
+#include "engine/progress.hh"
 #include "engine/token_bucket.hh"
-#include "measurement/progress.hh"
 
 using namespace prewarmd;
 using namespace std::chrono_literals;
@@ -212,7 +212,7 @@ TEST_CASE("latency percentiles are within the histogram's resolution") {
 
 TEST_CASE("the progress snapshot renders as JSON") {
     ProgressSnapshot s;
-    s.state = JobState::running;
+    s.status = JobStatus::running;
     s.total_bytes = 100;
     s.done_bytes = 25;
     s.eta = 7s;

@@ -51,6 +51,8 @@ struct Harness {
         return *job;
     }
     ProgressSnapshot run() { return make().run(); }
+    // Every test: no phase change the job's table forbids.
+    ~Harness() { CHECK_FALSE(saw_event("BUG:")); }
 
     bool saw_event(std::string_view text) const {
         return std::any_of(events.begin(), events.end(),
@@ -78,7 +80,7 @@ TEST_CASE("zero mode writes zeros over zero blocks only, and changes nothing") {
     options.chunk_bytes = 4 * MiB;
     Harness h(before, options);
     const auto result = h.run();
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(h.disk.data == before);
     // Two 2 MiB blocks hold data; the rest, including the 12 KiB tail, was written.
     CHECK(result.skipped_bytes == 4 * MiB);
@@ -100,7 +102,7 @@ TEST_CASE("zero mode checks each backend block: data blocks alone are left") {
     JobOptions options{.chunk_bytes = 4 * MiB, .backend_block_bytes = MiB};
     Harness h(before, options);
     const auto result = h.run();
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(h.disk.data == before);
     CHECK(result.skipped_bytes == 2 * MiB);
     RangeSet written;
@@ -116,7 +118,7 @@ TEST_CASE("rewrite mode writes back everything it read, unchanged") {
     const auto before = disk_with_data(16 * MiB + 512, {0, 7 * MiB, 16 * MiB - 4 * KiB});
     Harness h(before, {.mode = Mode::rewrite, .chunk_bytes = 2 * MiB});
     const auto result = h.run();
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(h.disk.data == before);
     CHECK(total(h.io->writes) == 16 * MiB + 512);
     CHECK(result.skipped_bytes == 0);
@@ -126,7 +128,7 @@ TEST_CASE("read mode only reads") {
     const auto before = disk_with_data(8 * MiB, {MiB});
     Harness h(before, {.mode = Mode::read, .chunk_bytes = MiB});
     const auto result = h.run();
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(h.io->writes.empty());
     CHECK(total(h.io->reads) == 8 * MiB);
     CHECK(h.disk.data == before);
@@ -136,18 +138,18 @@ TEST_CASE("the queue depth bounds the chunks in flight") {
     for (const unsigned depth : {1u, 3u, 8u}) {
         CAPTURE(depth);
         Harness h(std::vector<char>(32 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = depth});
-        REQUIRE(h.run().state == JobState::done);
+        REQUIRE(h.run().status == JobStatus::done);
         CHECK(h.io->max_in_flight <= depth);
         if (depth > 1)
             CHECK(h.io->max_in_flight > 1);
     }
 }
 
-TEST_CASE("set_queue_depth lowers the chunks in flight while the job runs") {
+TEST_CASE("a depth command lowers the chunks in flight while the job runs") {
     Harness h(std::vector<char>(32 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 8});
     h.make();
-    h.job->set_queue_depth(1); // taken up with the first commands, before any chunk
-    REQUIRE(h.job->run().state == JobState::done);
+    h.job->command(DepthCommand{1}); // taken up with the first commands, before any chunk
+    REQUIRE(h.job->run().status == JobStatus::done);
     CHECK(h.io->max_in_flight == 1);
     CHECK(total(h.io->writes) == 32 * MiB);
 }
@@ -165,7 +167,7 @@ TEST_CASE("short reads and writes are completed, not ignored") {
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(shortened > 0);
     CHECK(total(h.io->writes) == 8 * MiB);
     CHECK(h.disk.data == before);
@@ -181,7 +183,7 @@ TEST_CASE("EIO is retried with backoff, then fails naming the offset") {
                 return -EIO;
             return std::nullopt;
         };
-        CHECK(h.job->run().state == JobState::done);
+        CHECK(h.job->run().status == JobStatus::done);
         CHECK(h.saw_event("retry 2 of 3"));
     }
     SUBCASE("a lasting error") {
@@ -193,7 +195,7 @@ TEST_CASE("EIO is retried with backoff, then fails naming the offset") {
             return std::nullopt;
         };
         const auto result = h.job->run();
-        CHECK(result.state == JobState::failed);
+        CHECK(result.status == JobStatus::failed);
         CHECK(result.reason.find("write at offset 5242880") != std::string::npos);
         CHECK(result.reason.find("Input/output error") != std::string::npos);
         CHECK(result.reason.find("after 3 retries") != std::string::npos);
@@ -207,13 +209,13 @@ TEST_CASE("ENOSPC pauses the job; resumed, it finishes") {
     h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
         if (r.op == IoOp::write && r.offset >= 4 * MiB && full) {
             full = false;
-            h.job->resume(); // space freed: the job goes on once it has paused
+            h.job->command(ResumeCommand{}); // space freed: the job goes on once it has paused
             return -ENOSPC;
         }
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(h.saw_event("the backend is full"));
     CHECK(total(h.io->writes) == 8 * MiB);
 }
@@ -227,7 +229,7 @@ TEST_CASE("a vanished device ends the job as detached") {
                                                               : std::nullopt;
         };
         const auto result = h.job->run();
-        CHECK(result.state == JobState::detached);
+        CHECK(result.status == JobStatus::detached);
         CHECK(result.reason.find("went away") != std::string::npos);
     }
     SUBCASE("EIO from a device that is gone") {
@@ -240,7 +242,7 @@ TEST_CASE("a vanished device ends the job as detached") {
             }
             return std::nullopt;
         };
-        CHECK(h.job->run().state == JobState::detached);
+        CHECK(h.job->run().status == JobStatus::detached);
     }
 }
 
@@ -255,7 +257,7 @@ TEST_CASE("a write by anyone else interrupts the job within a second") {
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.state == JobState::interrupted);
+    CHECK(result.status == JobStatus::interrupted);
     CHECK(result.reason.find("another writer wrote 4.00 KiB") != std::string::npos);
     CHECK(total(h.io->writes) < 48 * MiB);
 }
@@ -273,7 +275,7 @@ TEST_CASE("a small foreign write is seen though our writes are always in flight"
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.state == JobState::interrupted);
+    CHECK(result.status == JobStatus::interrupted);
     CHECK(result.reason.find("another writer wrote 512 B") != std::string::npos);
     CHECK(total(h.io->writes) < 200 * MiB); // stopped by the check, not at the end
 }
@@ -286,7 +288,7 @@ TEST_CASE("a foreign write in the last second still shows at the end") {
             h.disk.sectors_written += 8;
         return std::nullopt;
     };
-    CHECK(h.job->run().state == JobState::interrupted);
+    CHECK(h.job->run().status == JobStatus::interrupted);
 }
 
 TEST_CASE("stop, then resume from the checkpoint: nothing unfinished is skipped") {
@@ -299,11 +301,11 @@ TEST_CASE("stop, then resume from the checkpoint: nothing unfinished is skipped"
     first.make();
     first.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
         if (r.op == IoOp::read && r.offset == 24 * MiB)
-            first.job->stop();
+            first.job->command(StopCommand{});
         return std::nullopt;
     };
     const auto stopped = first.job->run();
-    CHECK(stopped.state == JobState::cancelled);
+    CHECK(stopped.status == JobStatus::cancelled);
     CHECK(stopped.done_bytes < 48 * MiB);
     auto saved = load_checkpoint(options.checkpoint_path);
     REQUIRE(saved);
@@ -315,7 +317,7 @@ TEST_CASE("stop, then resume from the checkpoint: nothing unfinished is skipped"
     // The second run starts from the disk the first left.
     Harness second(first.disk.data, options);
     const auto finished = second.run();
-    CHECK(finished.state == JobState::done);
+    CHECK(finished.status == JobStatus::done);
     CHECK(finished.resumed_bytes == done_first.total_bytes());
     CHECK(second.disk.data == before);
     // Every zero chunk was written by one run or the other.
@@ -339,22 +341,22 @@ TEST_CASE("pause holds the job until resume; chunks in flight finish") {
     std::atomic<bool> paused_seen{false};
     h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
         if (r.op == IoOp::read && r.offset == 6 * MiB)
-            h.job->pause();
+            h.job->command(PauseCommand{});
         return std::nullopt;
     };
     std::thread resumer([&] {
-        for (int i = 0; i < 500 && h.job->snapshot().state != JobState::paused; ++i)
+        for (int i = 0; i < 500 && h.job->snapshot().status != JobStatus::paused; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        paused_seen = h.job->snapshot().state == JobState::paused;
+        paused_seen = h.job->snapshot().status == JobStatus::paused;
         const auto at_pause = h.job->snapshot().done_bytes;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         CHECK(h.job->snapshot().done_bytes == at_pause); // nothing moves while paused
-        h.job->resume();
+        h.job->command(ResumeCommand{});
     });
     const auto result = h.job->run();
     resumer.join();
     CHECK(paused_seen);
-    CHECK(result.state == JobState::done);
+    CHECK(result.status == JobStatus::done);
     CHECK(total(h.io->writes) == 16 * MiB);
 }
 
@@ -364,25 +366,25 @@ TEST_CASE("a checkpoint of another disk or mode is refused; a damaged one is ign
     options.checkpoint_path = dir.file("ckpt");
     {
         Harness h(std::vector<char>(4 * MiB, 0), options);
-        REQUIRE(h.run().state == JobState::done);
+        REQUIRE(h.run().status == JobStatus::done);
     }
     SUBCASE("another disk") {
         Harness h(std::vector<char>(4 * MiB, 0), options);
         h.identity = "another-disk";
         const auto result = h.run();
-        CHECK(result.state == JobState::failed);
+        CHECK(result.status == JobStatus::failed);
         CHECK(result.reason.find("belongs to another disk") != std::string::npos);
         CHECK(h.io->writes.empty());
     }
     SUBCASE("another size") {
         Harness h(std::vector<char>(8 * MiB, 0), options);
-        CHECK(h.run().state == JobState::failed);
+        CHECK(h.run().status == JobStatus::failed);
     }
     SUBCASE("another mode") {
         options.mode = Mode::rewrite;
         Harness h(std::vector<char>(4 * MiB, 0), options);
         const auto result = h.run();
-        CHECK(result.state == JobState::failed);
+        CHECK(result.status == JobStatus::failed);
         CHECK(result.reason.find("mode zero") != std::string::npos);
     }
     SUBCASE("damaged") {
@@ -392,7 +394,7 @@ TEST_CASE("a checkpoint of another disk or mode is refused; a damaged one is ign
         f.close();
         Harness h(std::vector<char>(4 * MiB, 0), options);
         const auto result = h.run();
-        CHECK(result.state == JobState::done);
+        CHECK(result.status == JobStatus::done);
         CHECK(result.resumed_bytes == 0);
         CHECK(total(h.io->writes) == 4 * MiB);
         CHECK(h.saw_event("damaged checkpoint"));
@@ -404,6 +406,6 @@ TEST_CASE("a throttled job keeps to its rate") {
     Harness h(std::vector<char>(4 * MiB, 0),
               {.chunk_bytes = MiB, .rate_bytes_per_s = 16 * MiB, .burst_bytes = MiB});
     const auto start = Clock::now();
-    CHECK(h.run().state == JobState::done);
+    CHECK(h.run().status == JobStatus::done);
     CHECK(Clock::now() - start >= std::chrono::milliseconds(187));
 }

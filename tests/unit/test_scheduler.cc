@@ -21,24 +21,28 @@ public:
         std::lock_guard lock(m_mutex);
         return m_snapshot;
     }
-    void pause() override {
+    void command(JobCommand command) override {
+        if (const auto* stop = std::get_if<StopCommand>(&command)) {
+            finish(stop->as, stop->reason);
+            return;
+        }
         std::lock_guard lock(m_mutex);
-        m_snapshot.state = JobState::paused;
+        if (std::holds_alternative<PauseCommand>(command))
+            m_snapshot.status = JobStatus::paused;
+        else if (std::holds_alternative<ResumeCommand>(command))
+            m_snapshot.status = JobStatus::running;
+        else if (const auto* r = std::get_if<RateCommand>(&command))
+            rate = r->rate_bytes_per_s;
+        else if (const auto* d = std::get_if<DepthCommand>(&command))
+            depth = d->chunks_in_flight;
     }
-    void resume() override {
-        std::lock_guard lock(m_mutex);
-        m_snapshot.state = JobState::running;
-    }
-    void stop(JobState as, std::string reason) override { finish(as, std::move(reason)); }
-    void set_rate(uint64_t bytes_per_s) override { rate = bytes_per_s; }
-    void set_queue_depth(unsigned d) override { depth = d; }
     bool finished() const override { return m_finished; }
     ProgressSnapshot wait() override { return snapshot(); }
 
-    void finish(JobState as, std::string reason = {}) {
+    void finish(JobStatus as, std::string reason = {}) {
         {
             std::lock_guard lock(m_mutex);
-            m_snapshot.state = as;
+            m_snapshot.status = as;
             m_snapshot.reason = std::move(reason);
         }
         m_finished = true;
@@ -50,7 +54,7 @@ public:
 private:
     std::function<void()> m_on_finished;
     mutable std::mutex m_mutex;
-    ProgressSnapshot m_snapshot{JobState::running};
+    ProgressSnapshot m_snapshot{JobStatus::running};
     std::atomic<bool> m_finished{false};
 };
 
@@ -105,7 +109,9 @@ struct Harness {
         hooks.log = [this](bool, const std::string& line) { log.push_back(line); };
         scheduler.emplace(config, *state, host, std::move(hooks));
     }
-    JobState state_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->state; }
+    // Every test: no change the state table forbids.
+    ~Harness() { CHECK(scheduler->illegal_transitions() == 0); }
+    DiskState state_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->state; }
     std::string reason_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->reason; }
     void quiet(const DiskInfo& d) {
         scheduler->on_grace(disk_identity(d), false, "quiet for 30 s");
@@ -126,17 +132,17 @@ TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
     Harness h;
     const auto xvdb = xen_disk("xvdb", 51728);
     h.scheduler->on_attached(xvdb);
-    CHECK(h.state_of(xvdb) == JobState::waiting);
+    CHECK(h.state_of(xvdb) == DiskState::waiting);
     CHECK(h.grace.count(disk_identity(xvdb)));
     CHECK(h.host.jobs.empty());
     h.quiet(xvdb);
-    CHECK(h.state_of(xvdb) == JobState::running);
+    CHECK(h.state_of(xvdb) == DiskState::running);
     REQUIRE(h.host.jobs.count("xvdb"));
     CHECK(h.host.specs["xvdb"].options.checkpoint_path.find("/checkpoints/xen-51728-") !=
           std::string::npos);
-    h.host.jobs["xvdb"]->finish(JobState::done);
+    h.host.jobs["xvdb"]->finish(JobStatus::done);
     h.scheduler->reap();
-    CHECK(h.state_of(xvdb) == JobState::done);
+    CHECK(h.state_of(xvdb) == DiskState::done);
     CHECK(h.state->load().records.size() == 1);
     CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
         return l.find("xen-51728-8589934592 (xvdb): running -> done") != std::string::npos;
@@ -148,19 +154,19 @@ TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with t
     const auto ext4 = xen_disk("xvdc", 51744);
     h.host.verdicts["xvdc"] = Verdict::needs_request;
     h.scheduler->on_attached(ext4);
-    CHECK(h.state_of(ext4) == JobState::skipped);
+    CHECK(h.state_of(ext4) == DiskState::skipped);
     CHECK(h.reason_of(ext4) == "holds data, warmed only when asked: has ext4 filesystem");
 
     auto loop = load_udev_fixture("loop3.txt");
     h.scheduler->on_attached(loop);
-    CHECK(h.state_of(loop) == JobState::skipped);
+    CHECK(h.state_of(loop) == DiskState::skipped);
     CHECK(h.reason_of(loop).find("a loop device") != std::string::npos);
     CHECK_MESSAGE(h.host.looks.count("loop3") == 0, "a disk not considered is not opened");
 
     const auto busy = xen_disk("xvdd", 51760);
     h.scheduler->on_attached(busy);
     h.scheduler->on_grace(disk_identity(busy), true, "opened by mkfs.ext4 (pid 812)");
-    CHECK(h.state_of(busy) == JobState::skipped);
+    CHECK(h.state_of(busy) == DiskState::skipped);
     CHECK(h.reason_of(busy) == "in use during the attach grace: opened by mkfs.ext4 (pid 812)");
     CHECK(h.host.jobs.empty());
 }
@@ -174,17 +180,17 @@ TEST_CASE("at most max_parallel jobs; the rest queue in order, asked-for jobs fi
         h.quiet(disks.back());
     }
     CHECK(h.host.jobs.size() == 2);
-    CHECK(h.state_of(disks[2]) == JobState::queued);
+    CHECK(h.state_of(disks[2]) == DiskState::queued);
     // Asked for: goes before xvdd, which became ready earlier.
     const auto asked = xen_disk("xvdf", 51792);
     h.scheduler->on_attached(asked);
     REQUIRE(h.scheduler->start(disk_identity(asked), {}).ok());
-    CHECK(h.state_of(asked) == JobState::queued);
-    h.host.jobs["xvdb"]->finish(JobState::done);
+    CHECK(h.state_of(asked) == DiskState::queued);
+    h.host.jobs["xvdb"]->finish(JobStatus::done);
     h.scheduler->reap();
     CHECK(h.host.jobs.count("xvdf"));
     CHECK_FALSE(h.host.jobs.count("xvdd"));
-    h.host.jobs["xvdc"]->finish(JobState::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::done);
     h.scheduler->reap();
     CHECK(h.host.jobs.count("xvdd"));
 }
@@ -201,7 +207,7 @@ TEST_CASE("running jobs share the total rate; a disk's own rate is its own") {
     CHECK(h.host.jobs["xvdd"]->rate == 10 * MiB);
     h.scheduler->set_total_rate(200 * MiB);
     CHECK(h.host.jobs["xvdb"]->rate == 100 * MiB);
-    h.host.jobs["xvdc"]->finish(JobState::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::done);
     h.scheduler->reap();
     CHECK(h.host.jobs["xvdb"]->rate == 200 * MiB);
 }
@@ -215,26 +221,26 @@ TEST_CASE("pause, resume, cancel and release by disk id") {
     }
     const auto ida = disk_identity(a), idb = disk_identity(b);
     REQUIRE(h.scheduler->pause(ida).ok());
-    CHECK(h.state_of(a) == JobState::paused);
-    CHECK(h.host.jobs["xvdb"]->snapshot().state == JobState::paused);
+    CHECK(h.state_of(a) == DiskState::paused);
+    CHECK(h.host.jobs["xvdb"]->snapshot().status == JobStatus::paused);
     REQUIRE(h.scheduler->resume(ida).ok());
-    CHECK(h.state_of(a) == JobState::running);
+    CHECK(h.state_of(a) == DiskState::running);
 
     REQUIRE(h.scheduler->release(idb).ok());
     CHECK(h.host.jobs["xvdc"]->finished());
     h.scheduler->reap();
-    CHECK(h.state_of(b) == JobState::released);
+    CHECK(h.state_of(b) == DiskState::released);
     CHECK(h.reason_of(b) == "released on request");
 
     REQUIRE(h.scheduler->cancel(ida).ok());
     h.scheduler->reap();
-    CHECK(h.state_of(a) == JobState::cancelled);
+    CHECK(h.state_of(a) == DiskState::cancelled);
 
     CHECK(h.scheduler->pause("nonesuch").error().err == -ENOENT);
     CHECK(h.scheduler->resume(ida).error().err == -EINVAL);
     // Started again on request: one job, then starting it again returns it.
     REQUIRE(h.scheduler->start(ida, {}).ok());
-    CHECK(h.state_of(a) == JobState::running);
+    CHECK(h.state_of(a) == DiskState::running);
     const auto* job = h.host.jobs["xvdb"];
     REQUIRE(h.scheduler->start(ida, {}).ok());
     CHECK(h.host.jobs["xvdb"] == job);
@@ -246,7 +252,7 @@ TEST_CASE("a disk holding data is warmed when asked; a refused one is not") {
     h.host.verdicts["xvdc"] = Verdict::needs_request;
     h.scheduler->on_attached(ext4);
     REQUIRE(h.scheduler->start(disk_identity(ext4), {Mode::rewrite, 7, {}}).ok());
-    CHECK(h.state_of(ext4) == JobState::running);
+    CHECK(h.state_of(ext4) == DiskState::running);
     CHECK(h.host.specs["xvdc"].requested);
     CHECK(h.host.specs["xvdc"].options.mode == Mode::rewrite);
     CHECK(h.host.jobs["xvdc"]->rate == 7);
@@ -261,7 +267,7 @@ TEST_CASE("a disk holding data is warmed when asked; a refused one is not") {
     // Judged when asked, not as at the attach: its user has gone since.
     h.host.verdicts["xvdd"] = Verdict::eligible;
     REQUIRE(h.scheduler->start(disk_identity(mounted), {}).ok());
-    CHECK(h.state_of(mounted) == JobState::queued); // behind xvdc: max_parallel is 1
+    CHECK(h.state_of(mounted) == DiskState::queued); // behind xvdc: max_parallel is 1
 }
 
 TEST_CASE("the claim can still refuse: the job is skipped with the reason") {
@@ -270,7 +276,7 @@ TEST_CASE("the claim can still refuse: the job is skipped with the reason") {
     h.host.refuse_start.insert("xvdb");
     h.scheduler->on_attached(d);
     h.quiet(d);
-    CHECK(h.state_of(d) == JobState::skipped);
+    CHECK(h.state_of(d) == DiskState::skipped);
     CHECK(h.reason_of(d) == "not started: refused: mounted at /mnt");
 }
 
@@ -281,11 +287,11 @@ TEST_CASE("a disk detached mid-run is detached, and resumes when it returns") {
     h.quiet(d);
     h.scheduler->on_detached(d);
     h.scheduler->reap();
-    CHECK(h.state_of(d) == JobState::detached);
+    CHECK(h.state_of(d) == DiskState::detached);
     CHECK_FALSE(h.scheduler->disk(disk_identity(d))->attached);
     h.host.jobs.clear();
     h.scheduler->on_attached(d); // the same disk, back: no grace, it resumes
-    CHECK(h.state_of(d) == JobState::running);
+    CHECK(h.state_of(d) == DiskState::running);
     CHECK(h.host.jobs.count("xvdb"));
 }
 
@@ -298,7 +304,7 @@ TEST_CASE("after a restart: running jobs resume, done disks stay done, user stop
         h.scheduler->on_attached(d);
         h.quiet(d);
     }
-    h.host.jobs["xvdc"]->finish(JobState::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::done);
     h.scheduler->reap();
     REQUIRE(h.scheduler->pause(disk_identity(disks["xvdd"])).ok());
     h.scheduler->shutdown(); // SIGTERM: xvdb keeps "running" in its record
@@ -307,10 +313,10 @@ TEST_CASE("after a restart: running jobs resume, done disks stay done, user stop
     h.make(); // the daemon starts again on the same state directory
     for (const auto& [name, d] : disks)
         h.scheduler->on_attached(d);
-    CHECK(h.state_of(disks["xvdb"]) == JobState::running); // resumed, no grace
+    CHECK(h.state_of(disks["xvdb"]) == DiskState::running); // resumed, no grace
     CHECK(h.host.jobs.count("xvdb"));
-    CHECK(h.state_of(disks["xvdc"]) == JobState::done);
-    CHECK(h.state_of(disks["xvdd"]) == JobState::paused);
+    CHECK(h.state_of(disks["xvdc"]) == DiskState::done);
+    CHECK(h.state_of(disks["xvdd"]) == DiskState::paused);
     CHECK(h.host.jobs.size() == 1);
 }
 
@@ -318,10 +324,10 @@ TEST_CASE("auto_prefill never: blank disks are discovered, and warmed when asked
     Harness h("auto_prefill = \"never\"\n");
     const auto d = xen_disk("xvdb", 51728);
     h.scheduler->on_attached(d);
-    CHECK(h.state_of(d) == JobState::discovered);
+    CHECK(h.state_of(d) == DiskState::discovered);
     CHECK(h.grace.empty());
     REQUIRE(h.scheduler->start(disk_identity(d), {}).ok());
-    CHECK(h.state_of(d) == JobState::running);
+    CHECK(h.state_of(d) == DiskState::running);
 }
 
 TEST_CASE("waiting for the boot: quiet disks wait until it has finished") {
@@ -330,11 +336,11 @@ TEST_CASE("waiting for the boot: quiet disks wait until it has finished") {
     const auto d = xen_disk("xvdb", 51728);
     h.scheduler->on_attached(d);
     h.quiet(d);
-    CHECK(h.state_of(d) == JobState::waiting);
+    CHECK(h.state_of(d) == DiskState::waiting);
     CHECK(h.reason_of(d) == "waiting for the boot to finish");
     CHECK(h.scheduler->status_line().find("waiting for the boot to finish") != std::string::npos);
     h.scheduler->set_boot_finished(true);
-    CHECK(h.state_of(d) == JobState::running);
+    CHECK(h.state_of(d) == DiskState::running);
     CHECK(h.scheduler->status_line().rfind("warming xvdb", 0) == 0);
 }
 
@@ -347,22 +353,22 @@ TEST_CASE("sleep or shutdown: jobs stop checkpointed, wait, and start again afte
         h.quiet(d);
     }
     REQUIRE(h.scheduler->pause(disk_identity(xvdc)).ok());
-    CHECK(h.state_of(xvdd) == JobState::queued);
+    CHECK(h.state_of(xvdd) == DiskState::queued);
 
     h.scheduler->hold("the system is going to sleep");
     CHECK(h.scheduler->held());
     CHECK_FALSE(h.scheduler->busy()); // every disk closed
-    CHECK(h.state_of(xvdb) == JobState::waiting);
+    CHECK(h.state_of(xvdb) == DiskState::waiting);
     CHECK(h.reason_of(xvdb) == "the system is going to sleep");
-    CHECK(h.state_of(xvdc) == JobState::paused);
-    CHECK(h.state_of(xvdd) == JobState::queued);
+    CHECK(h.state_of(xvdc) == DiskState::paused);
+    CHECK(h.state_of(xvdd) == DiskState::queued);
     // Recorded as running: a shutdown now resumes it at the next boot.
     const auto records = h.state->load().records;
     const auto b = std::find_if(records.begin(), records.end(), [&](const JobRecord& r) {
         return r.identity == disk_identity(xvdb);
     });
     REQUIRE(b != records.end());
-    CHECK(b->state == JobState::running);
+    CHECK(b->state == "running");
     // Nothing starts while held, even when asked.
     h.host.jobs.clear();
     REQUIRE(h.scheduler->resume(disk_identity(xvdc)).ok());
@@ -370,7 +376,7 @@ TEST_CASE("sleep or shutdown: jobs stop checkpointed, wait, and start again afte
 
     h.scheduler->release_hold();
     CHECK_FALSE(h.scheduler->held());
-    CHECK(h.state_of(xvdb) == JobState::running);
+    CHECK(h.state_of(xvdb) == DiskState::running);
     CHECK(h.host.jobs.size() == 2);
     CHECK(h.host.jobs.count("xvdb"));
 }
@@ -384,19 +390,35 @@ TEST_CASE("adaptive pressure scales every running job's rate and queue depth; 0 
     }
     REQUIRE(h.host.jobs.size() == 2);
     CHECK(h.host.jobs["xvdb"]->rate == 50ULL << 20); // 100 MiB/s shared
-    h.scheduler->set_pressure(0.25, 0);
+    h.scheduler->set_pressure(0.25, 0, "backed off to 25% of its rate: xvda at 2.00 ms");
     CHECK(h.host.jobs["xvdb"]->rate == 12800ULL << 10);
     CHECK(h.host.jobs["xvdc"]->depth == 2);
-    h.scheduler->set_pressure(0, 0);
+    CHECK(h.scheduler->disk(disk_identity(xvdb))->adaptive.find("25%") != std::string::npos);
+    h.scheduler->set_pressure(0, 0, "held for a quiet window");
     CHECK(h.host.jobs["xvdb"]->rate == 1);
     CHECK(h.host.jobs["xvdb"]->depth == 1);
-    h.scheduler->set_pressure(1, 0);
+    h.scheduler->set_pressure(1, 0, "");
+    CHECK(h.scheduler->disk(disk_identity(xvdb))->adaptive.empty());
     CHECK(h.host.jobs["xvdb"]->rate == 50ULL << 20);
     CHECK(h.host.jobs["xvdb"]->depth == 8);
 
     // total_rate unlimited: the reference (the jobs' rate at full speed) is scaled.
     h.scheduler->set_total_rate(0);
     CHECK(h.host.jobs["xvdb"]->rate == 0);
-    h.scheduler->set_pressure(0.5, 400ULL << 20);
+    h.scheduler->set_pressure(0.5, 400ULL << 20, "backed off");
     CHECK(h.host.jobs["xvdb"]->rate == 100ULL << 20);
+}
+
+TEST_CASE("the state table: done is final, an illegal change is refused and counted") {
+    CHECK(transition_allowed(DiskState::running, DiskState::done));
+    CHECK(transition_allowed(DiskState::done, DiskState::done)); // a new reason
+    CHECK_FALSE(transition_allowed(DiskState::done, DiskState::queued));
+    CHECK_FALSE(transition_allowed(DiskState::discovered, DiskState::running));
+    CHECK_FALSE(transition_allowed(DiskState::cancelled, DiskState::running));
+    for (int i = 0; i <= static_cast<int>(last_disk_state); ++i) {
+        const auto state = static_cast<DiskState>(i);
+        CHECK(parse_disk_state(to_string(state)) == state);
+    }
+    CHECK(state_after(JobStatus::released) == DiskState::released);
+    CHECK(state_after(JobStatus::failed) == DiskState::failed);
 }

@@ -1,39 +1,14 @@
-// Progress of one prefill job, the one snapshot that every front end renders
-// (CLI, HTTP, D-Bus, sd_notify), and the windowed rate and latency histogram
-// behind it.
+// What a job's progress is measured with: the windowed rate and the latency
+// histogram (engine/progress.hh has the snapshot that front ends render).
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/clock.hh"
 
 namespace prewarmd {
-
-// The states of design.md, plus `interrupted`: another writer touched the disk.
-enum class JobState {
-    discovered,
-    skipped,
-    waiting,
-    queued,
-    running,
-    paused,
-    done,
-    failed,
-    cancelled,
-    released,
-    detached,
-    interrupted,
-};
-std::string_view to_string(JobState state);
-std::optional<JobState> parse_job_state(std::string_view name);
-bool is_final(JobState state);
 
 // Bytes per second over the last 1 s, 10 s, ...: 100 ms buckets over 10 s.
 class RateWindow {
@@ -89,31 +64,5 @@ private:
     uint64_t m_max_us = 0;
     uint64_t m_sum_us = 0;
 };
-
-struct ProgressSnapshot {
-    JobState state = JobState::queued;
-    std::string reason; // why it is paused, failed, detached, ... ("" otherwise)
-    std::string mode;
-    std::string io_engine; // "io_uring, registered buffers", "pread/pwrite", ...
-    uint64_t total_bytes = 0;
-    uint64_t done_bytes = 0;    // visited: written, skipped or read, including resumed
-    uint64_t resumed_bytes = 0; // done before this run, from the checkpoint
-    uint64_t written_bytes = 0;
-    uint64_t read_bytes = 0;
-    uint64_t skipped_bytes = 0;          // left alone: held data already
-    uint64_t rate_limit_bytes_per_s = 0; // 0: unlimited
-    double rate_1s_bytes_per_s = 0;
-    double rate_10s_bytes_per_s = 0;
-    double rate_avg_bytes_per_s = 0;
-    LatencySummary write_latency;
-    std::optional<std::chrono::seconds> eta;
-    std::chrono::milliseconds elapsed{0};
-
-    double ratio() const {
-        return total_bytes ? static_cast<double>(done_bytes) / static_cast<double>(total_bytes) : 1;
-    }
-};
-
-void to_json(nlohmann::json& out, const ProgressSnapshot& snapshot);
 
 } // namespace prewarmd

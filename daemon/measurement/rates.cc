@@ -1,63 +1,9 @@
-#include "measurement/progress.hh"
+#include "measurement/rates.hh"
 
 #include <algorithm>
 #include <bit>
 
-#include <nlohmann/json.hpp>
-
 namespace prewarmd {
-
-std::string_view to_string(JobState state) {
-    switch (state) {
-    case JobState::discovered:
-        return "discovered";
-    case JobState::skipped:
-        return "skipped";
-    case JobState::waiting:
-        return "waiting";
-    case JobState::queued:
-        return "queued";
-    case JobState::running:
-        return "running";
-    case JobState::paused:
-        return "paused";
-    case JobState::done:
-        return "done";
-    case JobState::failed:
-        return "failed";
-    case JobState::cancelled:
-        return "cancelled";
-    case JobState::released:
-        return "released";
-    case JobState::detached:
-        return "detached";
-    case JobState::interrupted:
-        return "interrupted";
-    }
-    return "unknown";
-}
-
-std::optional<JobState> parse_job_state(std::string_view name) {
-    for (int i = 0; i <= static_cast<int>(JobState::interrupted); ++i)
-        if (to_string(static_cast<JobState>(i)) == name)
-            return static_cast<JobState>(i);
-    return std::nullopt;
-}
-
-bool is_final(JobState state) {
-    switch (state) {
-    case JobState::done:
-    case JobState::failed:
-    case JobState::cancelled:
-    case JobState::released:
-    case JobState::detached:
-    case JobState::interrupted:
-    case JobState::skipped:
-        return true;
-    default:
-        return false;
-    }
-}
 
 void RateWindow::add(Clock::time_point now, uint64_t bytes) {
     const int64_t id = bucket_of(now);
@@ -146,35 +92,6 @@ LatencySummary LatencyHistogram::summary() const {
         s.at_or_under[i] = count_at_or_under(
             std::chrono::microseconds(static_cast<int64_t>(latency_bounds_seconds[i] * 1e6)));
     return s;
-}
-
-void to_json(nlohmann::json& out, const ProgressSnapshot& s) {
-    const auto& l = s.write_latency;
-    out = {
-        {"state", to_string(s.state)},
-        {"reason", s.reason},
-        {"mode", s.mode},
-        {"io_engine", s.io_engine},
-        {"total_bytes", s.total_bytes},
-        {"done_bytes", s.done_bytes},
-        {"resumed_bytes", s.resumed_bytes},
-        {"written_bytes", s.written_bytes},
-        {"read_bytes", s.read_bytes},
-        {"skipped_bytes", s.skipped_bytes},
-        {"progress_ratio", s.ratio()},
-        {"rate_limit_bytes_per_s", s.rate_limit_bytes_per_s},
-        {"rate_1s_bytes_per_s", s.rate_1s_bytes_per_s},
-        {"rate_10s_bytes_per_s", s.rate_10s_bytes_per_s},
-        {"rate_avg_bytes_per_s", s.rate_avg_bytes_per_s},
-        {"write_latency_us",
-         {{"count", l.count},
-          {"p50", l.p50.count()},
-          {"p90", l.p90.count()},
-          {"p99", l.p99.count()},
-          {"max", l.max.count()}}},
-        {"eta_seconds", s.eta ? nlohmann::json(s.eta->count()) : nlohmann::json(nullptr)},
-        {"elapsed_seconds", static_cast<double>(s.elapsed.count()) / 1000.0},
-    };
 }
 
 } // namespace prewarmd

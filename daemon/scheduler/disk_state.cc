@@ -1,0 +1,114 @@
+#include "scheduler/disk_state.hh"
+
+#include <algorithm>
+#include <initializer_list>
+
+namespace prewarmd {
+namespace {
+
+using S = DiskState;
+
+struct Transitions {
+    S from;
+    std::initializer_list<S> to;
+};
+
+// Each state and where it may go. A record read at start may say running, queued,
+// waiting or detached without a job: those go on (queued, waiting) or are judged
+// again (skipped, discovered) when the disk is back.
+const Transitions table[] = {
+    {S::discovered, {S::skipped, S::waiting, S::queued, S::cancelled}},
+    {S::skipped, {S::discovered, S::waiting, S::queued, S::cancelled}},
+    {S::waiting, {S::discovered, S::skipped, S::queued, S::paused, S::cancelled, S::released}},
+    {S::queued,
+     {S::discovered, S::skipped, S::waiting, S::running, S::paused, S::cancelled, S::released,
+      S::detached}},
+    {S::running,
+     {S::discovered, S::skipped, S::waiting, S::queued, S::paused, S::done, S::failed, S::cancelled,
+      S::released, S::detached, S::interrupted}},
+    {S::paused,
+     {S::waiting, S::queued, S::running, S::done, S::failed, S::cancelled, S::released, S::detached,
+      S::interrupted}},
+    {S::done, {}},
+    {S::failed, {S::waiting, S::queued, S::cancelled}},
+    {S::cancelled, {S::waiting, S::queued}},
+    {S::released, {S::waiting, S::queued, S::cancelled}},
+    {S::detached, {S::discovered, S::skipped, S::waiting, S::queued, S::cancelled}},
+    {S::interrupted, {S::waiting, S::queued, S::cancelled}},
+};
+
+} // namespace
+
+std::string_view to_string(DiskState state) {
+    switch (state) {
+    case S::discovered:
+        return "discovered";
+    case S::skipped:
+        return "skipped";
+    case S::waiting:
+        return "waiting";
+    case S::queued:
+        return "queued";
+    case S::running:
+        return "running";
+    case S::paused:
+        return "paused";
+    case S::done:
+        return "done";
+    case S::failed:
+        return "failed";
+    case S::cancelled:
+        return "cancelled";
+    case S::released:
+        return "released";
+    case S::detached:
+        return "detached";
+    case S::interrupted:
+        return "interrupted";
+    }
+    return "unknown";
+}
+
+std::optional<DiskState> parse_disk_state(std::string_view name) {
+    for (int i = 0; i <= static_cast<int>(last_disk_state); ++i)
+        if (to_string(static_cast<S>(i)) == name)
+            return static_cast<S>(i);
+    return std::nullopt;
+}
+
+bool transition_allowed(DiskState from, DiskState to) {
+    if (from == to)
+        return true;
+    for (const auto& row : table)
+        if (row.from == from)
+            return std::find(row.to.begin(), row.to.end(), to) != row.to.end();
+    return false;
+}
+
+bool is_recorded(DiskState state) {
+    return state != S::discovered && state != S::skipped && state != S::waiting;
+}
+
+DiskState state_after(JobStatus end) {
+    switch (end) {
+    case JobStatus::done:
+        return S::done;
+    case JobStatus::cancelled:
+        return S::cancelled;
+    case JobStatus::released:
+        return S::released;
+    case JobStatus::detached:
+        return S::detached;
+    case JobStatus::interrupted:
+        return S::interrupted;
+    case JobStatus::paused:
+        return S::paused;
+    case JobStatus::running:
+    case JobStatus::queued:
+    case JobStatus::failed:
+        break;
+    }
+    return S::failed;
+}
+
+} // namespace prewarmd
