@@ -466,7 +466,7 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
         };
         quantiles("cold", d.probe.cold->cold);
         if (d.probe.warm)
-            quantiles("warm", *d.probe.warm);
+            quantiles("warm", d.probe.warm->warm);
     }
     family("prewarmd_disk_backend_granularity_bytes", "gauge",
            "The backend's allocation granularity as probed; 0: unknown.");

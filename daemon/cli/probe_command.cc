@@ -132,15 +132,20 @@ int probe_command(const std::vector<std::string>& args) {
         figures.warm = *measured;
     }
     const bool stuck = !figures.cold || !still_cold(*figures.cold, *measured);
-    const auto out = figures.cold ? to_json(figures) : nlohmann::json{{"warm", to_json(*measured)}};
+    const auto out = figures.cold ? to_json(figures)
+                                  : nlohmann::json{{"warm", to_json(measured->warm)},
+                                                   {"warm_reference", to_json(measured->reference)},
+                                                   {"warm_over_reference", measured->ratio_p50}};
     if (json) {
         std::printf("%s\n", json_text(out, 2).c_str());
     } else {
         std::printf("%s:\n  warm places:                 %s\n", path.c_str(),
-                    latency_text(*measured).c_str());
+                    latency_text(measured->warm).c_str());
+        std::printf("  places written before:       %s\n",
+                    latency_text(measured->reference).c_str());
         if (figures.cold)
             std::printf("  cold over warm (p50):        %.1fx\n",
-                        penalty_ratio(figures.cold->cold, *measured));
+                        penalty_ratio(figures.cold->cold, measured->warm));
     }
     if (!stuck) {
         std::fprintf(stderr,

@@ -104,9 +104,12 @@ bool has_penalty(const ColdProbe& cold) {
     return penalty_ratio(cold.cold, cold.rewrite) >= 3;
 }
 
-bool still_cold(const ColdProbe& cold, const ProbeLatency& warm) {
-    return has_penalty(cold) && warm.samples &&
-           warm.p50_s > std::sqrt(cold.cold.p50_s * cold.rewrite.p50_s);
+bool still_cold(const ColdProbe& cold, const WarmProbe& warm) {
+    if (!has_penalty(cold) || !warm.warm.samples)
+        return false;
+    if (warm.reference.samples && warm.ratio_p50 > 0)
+        return warm.ratio_p50 > std::sqrt(penalty_ratio(cold.cold, cold.rewrite));
+    return warm.warm.p50_s > std::sqrt(cold.cold.p50_s * cold.rewrite.p50_s);
 }
 
 uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s) {
@@ -197,18 +200,28 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     return out;
 }
 
-Result<ProbeLatency> probe_warm(const Device& device, unsigned strides) {
+Result<WarmProbe> probe_warm(const Device& device, unsigned strides) {
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();
-    std::vector<double> warm;
-    for (const auto offset : warm_offsets(device.geometry().size_bytes, strides)) {
-        auto t = timed_rewrite(device.fd(), buffer->get(), offset);
+    const auto size = device.geometry().size_bytes;
+    const auto places = warm_offsets(size, strides);
+    const auto references = cold_offsets(size, strides);
+    std::vector<double> warm, reference, ratios;
+    for (size_t i = 0; i < places.size(); ++i) {
+        auto r = timed_rewrite(device.fd(), buffer->get(), references[i]);
+        if (!r)
+            return r.error();
+        auto t = timed_rewrite(device.fd(), buffer->get(), places[i]);
         if (!t)
             return t.error();
+        reference.push_back(*r);
         warm.push_back(*t);
+        if (*r > 0)
+            ratios.push_back(*t / *r);
     }
-    return summarize(warm);
+    WarmProbe out{summarize(warm), summarize(reference), summarize(ratios).p50_s};
+    return out;
 }
 
 nlohmann::json to_json(const ProbeLatency& s) {
@@ -239,11 +252,15 @@ nlohmann::json to_json(const ProbeFigures& f) {
                         {"strides", c.strides},
                         {"first_write_penalty", penalty_ratio(c.cold, c.rewrite)},
                         {"warm", nullptr},
+                        {"warm_reference", nullptr},
+                        {"warm_over_reference", nullptr},
                         {"penalty_ratio", nullptr},
                         {"warming_stuck", nullptr}};
     if (f.warm) {
-        j["warm"] = to_json(*f.warm);
-        j["penalty_ratio"] = penalty_ratio(c.cold, *f.warm);
+        j["warm"] = to_json(f.warm->warm);
+        j["warm_reference"] = to_json(f.warm->reference);
+        j["warm_over_reference"] = f.warm->ratio_p50;
+        j["penalty_ratio"] = penalty_ratio(c.cold, f.warm->warm);
         j["warming_stuck"] = !still_cold(c, *f.warm);
     }
     return j;
@@ -261,8 +278,14 @@ ProbeFigures probe_figures_from(const nlohmann::json& j) {
     c.granularity_note = j.value("granularity_note", std::string());
     c.strides = j.value("strides", 0u);
     f.cold = c;
-    if (j.contains("warm") && j["warm"].is_object())
-        f.warm = latency_from(j["warm"]);
+    if (j.contains("warm") && j["warm"].is_object()) {
+        WarmProbe w;
+        w.warm = latency_from(j["warm"]);
+        if (j.contains("warm_reference") && j["warm_reference"].is_object())
+            w.reference = latency_from(j["warm_reference"]);
+        w.ratio_p50 = j.value("warm_over_reference", 0.0);
+        f.warm = w;
+    }
     return f;
 }
 

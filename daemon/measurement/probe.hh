@@ -7,7 +7,10 @@
 //
 // Places: the disk is cut into K strides; stride i is probed cold at its start,
 // and warm half a stride on, in backend blocks the cold probe never touched, so
-// that what is measured warm is the prefill's doing, not the probe's own.
+// that what is measured warm is the prefill's doing, not the probe's own. Each warm
+// place is timed back to back with stride i's start, warm for sure by then (the
+// cold probe wrote it): the verdict compares the two, which a busy machine slows
+// alike, rather than against figures taken at another time.
 #pragma once
 
 #include <chrono>
@@ -57,8 +60,15 @@ unsigned probe_strides(uint64_t size_bytes, unsigned samples);
 std::vector<uint64_t> cold_offsets(uint64_t size_bytes, unsigned strides);
 std::vector<uint64_t> warm_offsets(uint64_t size_bytes, unsigned strides);
 
+// The warm places, and beside each the reference place (warm for sure).
+struct WarmProbe {
+    ProbeLatency warm;
+    ProbeLatency reference;
+    double ratio_p50 = 0; // the median of warm over reference, place by place
+};
+
 Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options);
-Result<ProbeLatency> probe_warm(const Device& device, unsigned strides);
+Result<WarmProbe> probe_warm(const Device& device, unsigned strides);
 
 // The granularity from one region's write times: the cold reference (the region's
 // first write), the warm reference (the same place again), and the times of writes
@@ -72,7 +82,7 @@ uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double
 // one once it was done. In its record, the API, prewarmctl show and the metrics.
 struct ProbeFigures {
     std::optional<ColdProbe> cold;
-    std::optional<ProbeLatency> warm;
+    std::optional<WarmProbe> warm;
 };
 nlohmann::json to_json(const ProbeFigures& figures); // null when there is none
 nlohmann::json to_json(const ProbeLatency& summary);
@@ -88,8 +98,10 @@ double penalty_ratio(const ProbeLatency& cold, const ProbeLatency& warm);
 // the rewrite's): without one, there is nothing for warming to remove.
 bool has_penalty(const ColdProbe& cold);
 // Whether a warm probe still looks cold: warming did not stick (a backend that
-// drops zero writes, or a disk made sparse again). Nearer cold than warm, on a
-// log scale.
-bool still_cold(const ColdProbe& cold, const ProbeLatency& warm);
+// drops zero writes, or a disk made sparse again). The warm places over their
+// references, nearer the first-write penalty than 1, on a log scale; for a warm
+// probe without references (recorded by an older version), the warm places against
+// the cold probe's figures.
+bool still_cold(const ColdProbe& cold, const WarmProbe& warm);
 
 } // namespace prewarmd

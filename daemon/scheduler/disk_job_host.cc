@@ -101,11 +101,13 @@ private:
         }
         const bool stuck = !still_cold(*m_probe.cold, *warm);
         m_events(stuck ? EventLevel::info : EventLevel::warning,
-                 stuck ? "probe after: warm places p50 " + ms(warm->p50_s) + ", " +
-                             format_ratio(penalty_ratio(m_probe.cold->cold, *warm)) +
+                 stuck ? "probe after: warm places p50 " + ms(warm->warm.p50_s) + ", " +
+                             format_ratio(penalty_ratio(m_probe.cold->cold, warm->warm)) +
                              " faster than cold"
-                       : "probe after: warming did not stick: the warm places still write in " +
-                             ms(warm->p50_s) + " (a backend that drops zero writes?)");
+                       : "probe after: warming did not stick: the warm places still write " +
+                             format_ratio(warm->ratio_p50) +
+                             " slower than places written before (a backend that drops zero "
+                             "writes?)");
         std::lock_guard lock(m_probe_mutex);
         m_probe.warm = *warm;
     }

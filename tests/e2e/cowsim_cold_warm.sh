@@ -1,6 +1,8 @@
-# The seed's phenomenon (shared/seeds, the XCP post): on a new thin disk, 1 KiB
-# direct writes are far slower than the same writes once the blocks are written.
-# The bar is a ratio within one run, and the simulated costs keep it far from it.
+# The seed's phenomenon (the XCP post in docs/design.md): on a new thin disk, 1 KiB
+# direct writes pay for an allocation and a metadata sync each; the same writes
+# once the blocks are written pay for neither. Judged by cowsim's counters of what
+# each write cost, not by the clock (a loaded machine blurs times; the demo and
+# bench/ time them).
 source "$(dirname "$0")/lib.sh"
 require_devices
 
@@ -11,8 +13,9 @@ seconds() { # runs dd, prints its elapsed seconds
     dd "$@" 2>&1 | awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $(i - 1) }'
 }
 cold=$(seconds if=/dev/zero of="$dev" bs=1k count=500 seek=2048 oflag=direct)
-warm=$(seconds if=/dev/zero of="$dev" bs=1k count=500 seek=2048 oflag=direct)
-echo "cold: $cold s, warm: $warm s for 500 x 1 KiB"
-ratio=$(awk -v c="$cold" -v w="$warm" 'BEGIN { printf "%.1f", c / w }')
-check_ge "$ratio" 20 "cold/warm time ratio of 1 KiB direct writes"
+check_eq "$(stat_of xvdb first_writes)" 1 "allocations by the cold writes (one 4 MiB block)"
 check_eq "$(stat_of xvdb meta_syncs)" 499 "metadata syncs (every cold write but the allocating one)"
+warm=$(seconds if=/dev/zero of="$dev" bs=1k count=500 seek=2048 oflag=direct)
+check_eq "$(stat_of xvdb first_writes)" 1 "allocations after the same writes again"
+check_eq "$(stat_of xvdb meta_syncs)" 499 "metadata syncs after the same writes again"
+echo "for the record: cold $cold s, warm $warm s for 500 x 1 KiB"

@@ -1,5 +1,5 @@
-# With udevd running, discovery reports a simulated disk attached within a second
-# and detached too; attached again it keeps its identity; the attach grace tells a
+# With udevd running, discovery reports a simulated disk attached and detached (how
+# soon is bench/'s to time, not a test's); attached again it keeps its identity; the attach grace tells a
 # quiet disk from one another process opened.
 source "$(dirname "$0")/lib.sh"
 require_devices
@@ -23,17 +23,12 @@ event_for() { # EVENT NAME: the first such JSON event, waiting up to 5 s
     done
     fail "no $1 event for $2 in 5 s: $(cat "$out" "$TEST_DIR/err")"
 }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-start=$(now_ms)
 sim_up --disk quiet=256MiB --disk busy=256MiB
 quiet=$(basename "$(dev_of quiet)") busy=$(basename "$(dev_of busy)")
 (exec sleep 5 <"/dev/$busy") &
 holder=$!
 on_cleanup "kill $holder"
 event_for attached "$quiet" >"$TEST_DIR/attached"
-elapsed=$(($(now_ms) - start))
-check_ge 1000 "$elapsed" "milliseconds until the attach was reported, at most"
 check_eq "$(jq -r .verdict "$TEST_DIR/attached")" eligible "verdict of the new disk"
 check_eq "$(jq -r .matched "$TEST_DIR/attached")" true "the new disk is considered"
 identity=$(jq -r .identity "$TEST_DIR/attached")
@@ -46,13 +41,12 @@ check_eq "$(jq -r .in_use <<<"$grace")" true "grace: the disk another process op
     fail "grace reason: $(jq -r .why <<<"$grace")"
 pass "the opener is named"
 
-start=$(now_ms)
 "$simdisk" detach quiet --state "$SIM"
 event_for detached "$quiet" >/dev/null
-check_ge 1000 "$(($(now_ms) - start))" "milliseconds until the detach was reported, at most"
+pass "the detach was reported"
 
 read -r _ again < <("$simdisk" attach quiet --state "$SIM")
 again=$(basename "$again")
-event_for attached "$again" >"$TEST_DIR/again" 
+event_for attached "$again" >"$TEST_DIR/again"
 [[ $again != "$quiet" ]] && echo "attached again as $again (was $quiet)"
 check_eq "$(jq -r .identity "$TEST_DIR/again")" "$identity" "identity after attaching again"

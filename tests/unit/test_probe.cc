@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "measurement/probe.hh"
@@ -56,16 +58,32 @@ TEST_CASE("latency summaries, the penalty ratio and warming that did not stick")
     probe.cold = summarize({cold, cold, cold});
     probe.rewrite = summarize({warm, warm});
     CHECK(has_penalty(probe));
-    const auto warmed = summarize({warm, warm, 1.5 * warm});
-    CHECK(penalty_ratio(probe.cold, warmed) == doctest::Approx(cold / warm));
+    // Without references (a record of an older version): against the cold figures.
+    const WarmProbe warmed{summarize({warm, warm, 1.5 * warm}), {}, 0};
+    CHECK(penalty_ratio(probe.cold, warmed.warm) == doctest::Approx(cold / warm));
     CHECK_FALSE(still_cold(probe, warmed));
-    CHECK(still_cold(probe, summarize({cold, 0.9 * cold, cold})));
+    CHECK(still_cold(probe, WarmProbe{summarize({cold, 0.9 * cold, cold}), {}, 0}));
     // A disk without a first-write penalty never "did not stick".
     ColdProbe thick;
     thick.cold = summarize({warm});
     thick.rewrite = summarize({warm});
     CHECK_FALSE(has_penalty(thick));
-    CHECK_FALSE(still_cold(thick, summarize({warm})));
+    CHECK_FALSE(still_cold(thick, WarmProbe{summarize({warm}), {}, 0}));
+}
+
+TEST_CASE("the warm verdict against references timed beside it holds on a busy machine") {
+    ColdProbe probe;
+    probe.cold = summarize({cold, cold, cold}); // 20x a rewrite, on a quiet machine
+    probe.rewrite = summarize({warm, warm});
+    // Everything 10x slower now (a loaded machine): the warm places are as fast as
+    // the places written before, so warm, though slower than the old rewrite.
+    const WarmProbe loaded{summarize({10 * warm, 11 * warm}), summarize({10 * warm, 10 * warm}),
+                           1.05};
+    CHECK(loaded.warm.p50_s > std::sqrt(probe.cold.p50_s * probe.rewrite.p50_s));
+    CHECK_FALSE(still_cold(probe, loaded));
+    // The warm places 20x the references beside them: cold, whatever the load.
+    const WarmProbe unwarmed{summarize({cold, cold}), summarize({warm, warm}), 20};
+    CHECK(still_cold(probe, unwarmed));
 }
 
 TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
@@ -82,7 +100,7 @@ TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
     CHECK(j["warm"].is_null());
     CHECK(j["penalty_ratio"].is_null());
     CHECK(j["first_write_penalty"].get<double>() == doctest::Approx(cold / warm));
-    f.warm = summarize({warm, warm});
+    f.warm = WarmProbe{summarize({warm, warm}), summarize({warm}), 1.0};
     j = to_json(f);
     CHECK(j["warming_stuck"] == true);
     const auto back = probe_figures_from(nlohmann::json::parse(j.dump()));
@@ -91,7 +109,8 @@ TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
     CHECK(back.cold->granularity_bytes == 2 * MiB);
     CHECK(back.cold->strides == 16);
     CHECK(back.cold->granularity_note == "8 of 8 regions agree");
-    CHECK(back.warm->p50_s == doctest::Approx(warm));
+    CHECK(back.warm->warm.p50_s == doctest::Approx(warm));
+    CHECK(back.warm->ratio_p50 == doctest::Approx(1.0));
     CHECK(to_json(back) == j);
     CHECK_FALSE(probe_figures_from(nlohmann::json()).cold);
     CHECK_FALSE(probe_figures_from(nlohmann::json::object()).cold);
