@@ -15,6 +15,7 @@
 #include "base/args.hh"
 #include "base/units.hh"
 #include "client.hh"
+#include "control/schema.hh"
 #include "view.hh"
 
 namespace prewarmd::ctl {
@@ -42,26 +43,46 @@ constexpr OptionSpec options[] = {
     {"version", 0, "", "the version"},
 };
 
+struct Context;
+
+// One command: its words, what it does, what it takes, what bash completes after it,
+// the options that are its own, and what runs it. usage(), the completion script,
+// the check of options and the dispatch all read this table.
+struct Verb {
+    std::string name;
+    std::string args; // as usage shows them
+    std::string help;
+    enum class Takes { nothing, one_disk, disks, words } takes;
+    std::string completes;            // after the command: a bash word list, or "disks"
+    std::vector<std::string> options; // options of this command only
+    int (*run)(Context&, const std::vector<std::string>& words);
+};
+const std::vector<Verb>& verbs();
+
+// "  show DISK   one disk in detail", the help wrapped into its column.
 std::string usage() {
-    return "usage: prewarmctl [OPTIONS] COMMAND [ARGS]\n"
-           "\n"
-           "Commands:\n"
-           "  status                      every disk: size, state, progress, rate, ETA\n"
-           "  show DISK                   one disk in detail\n"
-           "  probe DISK                  probe it now: first-write latency, granularity; once\n"
-           "                              warmed, the warm places (exit 1: the warming did not "
-           "stick)\n"
-           "  start DISK [--mode M] [--rate R] [--queue-depth N]\n"
-           "  pause DISK | resume DISK | cancel DISK | release DISK\n"
-           "  watch [--interval D]        the status, live, until Ctrl-C\n"
-           "  wait DISK... [--timeout D]  until each is done: exit 0; a failed, cancelled\n"
-           "                              or skipped one: exit 1\n"
-           "  set rate RATE               the rate running jobs share (\"unlimited\": none)\n"
-           "  set max-parallel N          jobs at once\n"
-           "  set auto blank|never        warm blank disks by themselves, or only when asked\n"
-           "  settings                    the settings in force\n"
-           "  completion bash             a bash completion script\n"
-           "  complete-disks              disk names and ids, a line each (for completion)\n"
+    constexpr size_t column = 30, width = 80;
+    std::string commands;
+    for (const auto& v : verbs()) {
+        const auto head = "  " + v.name + (v.args.empty() ? "" : " " + v.args);
+        std::string line = head.size() < column ? head + std::string(column - head.size(), ' ')
+                                                : head + "\n" + std::string(column, ' ');
+        size_t used = column;
+        std::istringstream words(v.help);
+        for (std::string word; words >> word;) {
+            if (used > column && used + 1 + word.size() > width) {
+                line += "\n" + std::string(column, ' ');
+                used = column;
+            } else if (used > column) {
+                line += ' ';
+                ++used;
+            }
+            line += word;
+            used += word.size();
+        }
+        commands += line + "\n";
+    }
+    return "usage: prewarmctl [OPTIONS] COMMAND [ARGS]\n\nCommands:\n" + commands +
            "\n"
            "DISK is a disk id, a kernel name (xvdb) or a device (/dev/xvdb).\n"
            "\n"
@@ -109,6 +130,7 @@ int refused(const Reply& reply) {
 struct Context {
     Client& client;
     const ParsedArgs& args;
+    std::string command;
     Style style;
     bool json_out = false;
 };
@@ -234,23 +256,19 @@ int probe(Context& c, const std::string& disk) {
     return exit_ok;
 }
 
+// start, pause, resume, cancel, release (control/schema.hh's actions); a start's
+// options by its fields.
 int act(Context& c, const std::string& action, const std::string& disk) {
     json body = json::object();
-    if (action == "start") {
-        if (const auto mode = c.args.value("mode"))
-            body["mode"] = *mode;
-        if (const auto rate = c.args.value("rate")) {
-            const auto bytes = parse_rate(*rate);
-            if (!bytes || *bytes == 0)
-                return fail(exit_usage, "--rate " + *rate + ": expected a rate such as 50MiB/s");
-            body["rate_bytes_per_s"] = *bytes;
-        }
-        if (const auto depth = c.args.value("queue-depth")) {
-            const auto n = parse_count(*depth, 1, 64);
-            if (!n)
-                return fail(exit_usage, "--queue-depth " + *depth + ": " + n.error().message);
-            body["queue_depth"] = *n;
-        }
+    for (const auto& field : start_fields()) {
+        const auto text = c.args.value(field.cli);
+        if (!text)
+            continue;
+        const auto value = parse_field_text(field, *text);
+        if (!value)
+            return fail(exit_usage,
+                        "--" + std::string(field.cli) + " " + *text + ": " + value.error().message);
+        std::visit([&](const auto& v) { body[std::string(field.key)] = v; }, *value);
     }
     int code = exit_ok;
     const auto id = resolve(c, disk, code);
@@ -308,46 +326,37 @@ int settings(Context& c, const std::optional<json>& patch) {
     return exit_ok;
 }
 
+// set SETTING VALUE: the settings by their fields (control/schema.hh).
 int set(Context& c, const std::vector<std::string>& words) {
-    if (words.size() != 3)
-        return fail(exit_usage, "set takes a setting and a value: set rate 100MiB/s");
-    const auto& what = words[1];
-    const auto& value = words[2];
+    std::string names;
+    for (const auto& f : setting_fields())
+        names += (names.empty() ? "" : ", ") + std::string(f.cli);
+    if (words.size() != 2)
+        return fail(exit_usage,
+                    "set takes a setting and a value: set rate 100MiB/s (" + names + ")");
+    const Field* field = field_by_cli(setting_fields(), words[0]);
+    if (!field)
+        return fail(exit_usage, "set: " + names + ", not " + words[0]);
+    const auto value = parse_field_text(*field, words[1]);
+    if (!value)
+        return fail(exit_usage, "set " + words[0] + " " + words[1] + ": " + value.error().message);
     json patch;
-    if (what == "rate") {
-        if (value == "unlimited") {
-            patch["total_rate_bytes_per_s"] = 0;
-        } else {
-            const auto bytes = parse_rate(value);
-            if (!bytes)
-                return fail(exit_usage, "set rate " + value + ": " + bytes.error().message);
-            patch["total_rate_bytes_per_s"] = *bytes;
-        }
-    } else if (what == "max-parallel") {
-        const auto n = parse_count(value, 1, 64);
-        if (!n)
-            return fail(exit_usage, "set max-parallel " + value + ": " + n.error().message);
-        patch["max_parallel"] = *n;
-    } else if (what == "auto") {
-        if (value != "blank" && value != "never")
-            return fail(exit_usage, "set auto: blank or never, not " + value);
-        patch["auto_prefill"] = value;
-    } else {
-        return fail(exit_usage, "set: rate, max-parallel or auto, not " + what);
-    }
+    std::visit([&](const auto& v) { patch[std::string(field->key)] = v; }, *value);
     return settings(c, patch);
 }
 
+// A duration with a unit (30s, 5min), or a bare number of seconds, as timeout(1).
 std::chrono::milliseconds duration_option(const ParsedArgs& args, const char* name,
                                           std::chrono::milliseconds fallback, bool& bad) {
     const auto text = args.value(name);
     if (!text)
         return fallback;
-    const auto d = parse_duration(*text);
+    const bool bare = !text->empty() && text->find_first_not_of("0123456789.") == std::string::npos;
+    const auto d = parse_duration(bare ? *text + "s" : *text);
     if (!d || d->count() <= 0) {
         bad = true;
-        fail(exit_usage,
-             "--" + std::string(name) + " " + *text + ": expected a duration such as 30s");
+        fail(exit_usage, "--" + std::string(name) + " " + *text +
+                             ": expected a duration such as 30s, 5min or 90 (seconds)");
         return fallback;
     }
     return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
@@ -415,8 +424,6 @@ int watch(Context& c) {
 }
 
 int wait_for(Context& c, const std::vector<std::string>& disks) {
-    if (disks.empty())
-        return fail(exit_usage, "wait: which disks? (wait DISK...)");
     bool bad = false;
     const auto timeout = duration_option(c.args, "timeout", std::chrono::milliseconds::zero(), bad);
     if (bad)
@@ -490,47 +497,109 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
     }
 }
 
-// The script, kept as written (clang-format would reflow it).
-// clang-format off
+// The way to the daemon: these options name it, so completion asks the same one.
+const std::vector<std::string> daemon_options{"socket", "url", "token-file", "cacert"};
+
+std::string words_of(const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words)
+        out += (out.empty() ? "" : " ") + w;
+    return out;
+}
+
+// The completion script, made from the verbs, the options and control/schema.hh.
 std::string bash_completion() {
-    return R"BASH(# bash completion for prewarmctl
-_prewarmctl() {
-    local cur prev words cword
-    _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-    local commands="status show probe start pause resume cancel release watch wait set settings completion"
-    case $prev in
-    --socket|--token-file|--cacert) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --mode) COMPREPLY=($(compgen -W "zero rewrite read" -- "$cur")); return ;;
-    set) COMPREPLY=($(compgen -W "rate max-parallel auto" -- "$cur")); return ;;
-    auto) COMPREPLY=($(compgen -W "blank never" -- "$cur")); return ;;
-    completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
-    esac
-    if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "--socket --url --token-file --cacert --json --no-color --mode --rate --queue-depth --timeout --interval --help --version" -- "$cur"))
-        return
-    fi
-    # The command is the first word that is not an option or an option's value; the
-    # way to the daemon given on the line is the one to ask for disk names.
-    local command="" i
-    local -a daemon=()
-    for ((i = 1; i < COMP_CWORD; i++)); do
-        case ${COMP_WORDS[i]} in
-        --socket|--url|--token-file|--cacert) daemon+=("${COMP_WORDS[i]}" "${COMP_WORDS[i+1]}"); ((i++)) ;;
-        --mode|--rate|--queue-depth|--timeout|--interval) ((i++)) ;;
-        -*) ;;
-        *) [[ -z $command ]] && command=${COMP_WORDS[i]} ;;
-        esac
-    done
-    case $command in
-    "") COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
-    show|start|pause|resume|cancel|release|wait)
-        COMPREPLY=($(compgen -W "$(prewarmctl "${daemon[@]}" complete-disks 2>/dev/null)" -- "$cur")) ;;
-    esac
+    std::vector<std::string> commands, all_options, with_values, choices_cases;
+    for (const auto& v : verbs())
+        commands.push_back(v.name);
+    for (const auto& o : options) {
+        all_options.push_back("--" + std::string(o.name));
+        if (!o.value_name.empty())
+            with_values.push_back("--" + std::string(o.name));
+    }
+    for (const auto& f : start_fields())
+        if (!f.choices.empty())
+            choices_cases.push_back("    --" + std::string(f.cli) + ") COMPREPLY=($(compgen -W \"" +
+                                    words_of({f.choices.begin(), f.choices.end()}) +
+                                    "\" -- \"$cur\")); return ;;");
+    std::vector<std::string> settings;
+    for (const auto& f : setting_fields()) {
+        settings.push_back(std::string(f.cli));
+        if (!f.choices.empty())
+            choices_cases.push_back("    " + std::string(f.cli) + ") COMPREPLY=($(compgen -W \"" +
+                                    words_of({f.choices.begin(), f.choices.end()}) +
+                                    "\" -- \"$cur\")); return ;;");
+    }
+    std::string verb_cases;
+    for (const auto& v : verbs())
+        if (v.completes == "disks")
+            verb_cases += (verb_cases.empty() ? "" : "|") + v.name;
+        else if (!v.completes.empty())
+            choices_cases.push_back("    " + v.name + ") COMPREPLY=($(compgen -W \"" + v.completes +
+                                    "\" -- \"$cur\")); return ;;");
+    std::vector<std::string> daemon_flags;
+    for (const auto& o : daemon_options)
+        daemon_flags.push_back("--" + o);
+    const auto alternatives = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& w : v)
+            out += (out.empty() ? "" : "|") + w;
+        return out;
+    };
+    std::vector<std::string> other_values;
+    for (const auto& w : with_values)
+        if (std::find(daemon_flags.begin(), daemon_flags.end(), w) == daemon_flags.end())
+            other_values.push_back(w);
+    std::string cases;
+    for (const auto& c : choices_cases)
+        cases += c + "\n";
+    return "# bash completion for prewarmctl\n"
+           "_prewarmctl() {\n"
+           "    local cur prev words cword\n"
+           "    _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; "
+           "prev=${COMP_WORDS[COMP_CWORD-1]}; }\n"
+           "    case $prev in\n"
+           "    --socket|--token-file|--cacert) COMPREPLY=($(compgen -f -- \"$cur\")); return "
+           ";;\n" +
+           cases + "    set) COMPREPLY=($(compgen -W \"" + words_of(settings) +
+           "\" -- \"$cur\")); return ;;\n"
+           "    esac\n"
+           "    if [[ $cur == -* ]]; then\n"
+           "        COMPREPLY=($(compgen -W \"" +
+           words_of(all_options) +
+           "\" -- \"$cur\"))\n"
+           "        return\n"
+           "    fi\n"
+           "    # The command is the first word that is not an option or an option's value; the\n"
+           "    # way to the daemon given on the line is the one to ask for disk names.\n"
+           "    local command=\"\" i\n"
+           "    local -a daemon=()\n"
+           "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+           "        case ${COMP_WORDS[i]} in\n"
+           "        " +
+           alternatives(daemon_flags) +
+           ") daemon+=(\"${COMP_WORDS[i]}\" \"${COMP_WORDS[i+1]}\"); ((i++)) ;;\n"
+           "        " +
+           alternatives(other_values) +
+           ") ((i++)) ;;\n"
+           "        -*) ;;\n"
+           "        *) [[ -z $command ]] && command=${COMP_WORDS[i]} ;;\n"
+           "        esac\n"
+           "    done\n"
+           "    case $command in\n"
+           "    \"\") COMPREPLY=($(compgen -W \"" +
+           words_of(commands) +
+           "\" -- \"$cur\")) ;;\n"
+           "    " +
+           verb_cases +
+           ")\n"
+           "        COMPREPLY=($(compgen -W \"$(prewarmctl \"${daemon[@]}\" complete-disks "
+           "2>/dev/null)\" "
+           "-- \"$cur\")) ;;\n"
+           "    esac\n"
+           "}\n"
+           "complete -F _prewarmctl prewarmctl\n";
 }
-complete -F _prewarmctl prewarmctl
-)BASH";
-}
-// clang-format on
 
 int complete_disks(Context& c) {
     int code = exit_ok;
@@ -562,6 +631,121 @@ std::string token_from(const ParsedArgs& args, int& code) {
     return env ? env : "";
 }
 
+const std::vector<Verb>& verbs() {
+    static const std::vector<Verb> table = [] {
+        using T = Verb::Takes;
+        const auto choices = [](const Field& f) {
+            std::string out;
+            for (const auto& c : f.choices)
+                out += (out.empty() ? "" : "|") + std::string(c);
+            return out;
+        };
+        std::vector<Verb> t = {
+            {"status",
+             "",
+             "every disk: size, state, progress, rate, ETA",
+             T::nothing,
+             "",
+             {},
+             [](Context& c, const std::vector<std::string>&) { return status(c); }},
+            {"show",
+             "DISK",
+             "one disk in detail",
+             T::one_disk,
+             "disks",
+             {},
+             [](Context& c, const std::vector<std::string>& w) { return show(c, w[0]); }},
+            {"probe",
+             "DISK",
+             "probe it now: first-write latency, granularity; once warmed, the warm places "
+             "(exit 1: the warming did not stick)",
+             T::one_disk,
+             "disks",
+             {},
+             [](Context& c, const std::vector<std::string>& w) { return probe(c, w[0]); }},
+        };
+        // The actions on a disk, as control/schema.hh declares them.
+        for (const auto& a : action_specs()) {
+            Verb v{std::string(a.name),
+                   "DISK",
+                   std::string(a.summary),
+                   T::one_disk,
+                   "disks",
+                   {},
+                   nullptr};
+            if (a.takes_start_options)
+                for (const auto& f : start_fields()) {
+                    v.options.push_back(std::string(f.cli));
+                    v.args += " [--" + std::string(f.cli) + " " +
+                              (f.choices.empty() ? std::string(f.example) : choices(f)) + "]";
+                }
+            v.run = [](Context& c, const std::vector<std::string>& w) {
+                return act(c, c.command, w[0]);
+            };
+            t.push_back(std::move(v));
+        }
+        std::string settings;
+        for (const auto& f : setting_fields())
+            settings += (settings.empty() ? "" : ", ") + std::string(f.cli) + " " +
+                        (f.choices.empty() ? std::string(f.example) : choices(f));
+        t.insert(
+            t.end(),
+            {
+                {"watch",
+                 "[--interval D]",
+                 "the status, live, until Ctrl-C",
+                 T::nothing,
+                 "",
+                 {"interval"},
+                 [](Context& c, const std::vector<std::string>&) { return watch(c); }},
+                {"wait",
+                 "DISK... [--timeout D]",
+                 "until each is done: exit 0; a failed, cancelled or skipped one: exit 1",
+                 T::disks,
+                 "disks",
+                 {"timeout"},
+                 wait_for},
+                {"set",
+                 "SETTING VALUE",
+                 "a setting of the running daemon: " + settings,
+                 T::words,
+                 "",
+                 {},
+                 set},
+                {"settings",
+                 "",
+                 "the settings in force",
+                 T::nothing,
+                 "",
+                 {},
+                 [](Context& c, const std::vector<std::string>&) {
+                     return prewarmd::ctl::settings(c, std::nullopt);
+                 }},
+                {"completion",
+                 "bash",
+                 "a bash completion script",
+                 T::words,
+                 "bash",
+                 {},
+                 [](Context&, const std::vector<std::string>& w) {
+                     if (w.size() != 1 || w[0] != "bash")
+                         return fail(exit_usage, "completion bash");
+                     std::fputs(bash_completion().c_str(), stdout);
+                     return exit_ok;
+                 }},
+                {"complete-disks",
+                 "",
+                 "disk names and ids, a line each (for completion)",
+                 T::nothing,
+                 "",
+                 {},
+                 [](Context& c, const std::vector<std::string>&) { return complete_disks(c); }},
+            });
+        return t;
+    }();
+    return table;
+}
+
 int run(int argc, char** argv) {
     const std::vector<std::string> raw(argv + 1, argv + argc);
     auto parsed = parse_args(raw, options);
@@ -580,19 +764,31 @@ int run(int argc, char** argv) {
     if (words.empty())
         return fail(exit_usage, "which command? (prewarmctl --help)");
     const auto& command = words[0];
+    const auto verb = std::find_if(verbs().begin(), verbs().end(),
+                                   [&](const Verb& v) { return v.name == command; });
+    if (verb == verbs().end())
+        return fail(exit_usage, "unknown command '" + command + "' (prewarmctl --help)");
     // Options of one command only: elsewhere they would be silently ignored.
-    for (const auto& [option, owner] : {std::pair{"mode", "start"},
-                                        {"rate", "start"},
-                                        {"queue-depth", "start"},
-                                        {"timeout", "wait"},
-                                        {"interval", "watch"}})
-        if (args.has(option) && command != owner)
-            return fail(exit_usage, "--" + std::string(option) + " is for " + owner + " only");
-    if (command == "completion") {
-        if (words.size() != 2 || words[1] != "bash")
-            return fail(exit_usage, "completion bash");
-        std::fputs(bash_completion().c_str(), stdout);
-        return exit_ok;
+    for (const auto& v : verbs())
+        for (const auto& option : v.options)
+            if (args.has(option) && v.name != command)
+                return fail(exit_usage, "--" + option + " is for " + v.name + " only");
+    const std::vector<std::string> rest(words.begin() + 1, words.end());
+    switch (verb->takes) {
+    case Verb::Takes::nothing:
+        if (!rest.empty())
+            return fail(exit_usage, command + " takes no arguments");
+        break;
+    case Verb::Takes::one_disk:
+        if (rest.size() != 1)
+            return fail(exit_usage, command + " takes one DISK");
+        break;
+    case Verb::Takes::disks:
+        if (rest.empty())
+            return fail(exit_usage, command + ": which disks? (" + command + " DISK...)");
+        break;
+    case Verb::Takes::words:
+        break;
     }
 
     int code = exit_ok;
@@ -613,39 +809,9 @@ int run(int argc, char** argv) {
     if (code != exit_ok)
         return code;
     Client client(target);
-    Context c{client, args, {}, args.has("json")};
+    Context c{client, args, command, {}, args.has("json")};
     c.style.color = ::isatty(STDOUT_FILENO) && !args.has("no-color") && !std::getenv("NO_COLOR");
-
-    const auto one_disk = [&]() -> std::optional<std::string> {
-        if (words.size() != 2) {
-            code = fail(exit_usage, command + " takes one DISK");
-            return std::nullopt;
-        }
-        return words[1];
-    };
-    if (command == "status")
-        return words.size() == 1 ? status(c) : fail(exit_usage, "status takes no arguments");
-    if (command == "settings")
-        return words.size() == 1 ? settings(c, std::nullopt)
-                                 : fail(exit_usage, "settings takes no arguments");
-    if (command == "show" || command == "probe") {
-        const auto disk = one_disk();
-        return disk ? (command == "show" ? show(c, *disk) : probe(c, *disk)) : code;
-    }
-    if (command == "start" || command == "pause" || command == "resume" || command == "cancel" ||
-        command == "release") {
-        const auto disk = one_disk();
-        return disk ? act(c, command, *disk) : code;
-    }
-    if (command == "watch")
-        return words.size() == 1 ? watch(c) : fail(exit_usage, "watch takes no arguments");
-    if (command == "wait")
-        return wait_for(c, {words.begin() + 1, words.end()});
-    if (command == "set")
-        return set(c, words);
-    if (command == "complete-disks")
-        return complete_disks(c);
-    return fail(exit_usage, "unknown command '" + command + "' (prewarmctl --help)");
+    return verb->run(c, rest);
 }
 
 } // namespace

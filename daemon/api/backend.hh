@@ -18,11 +18,7 @@ struct ApiSettings {
     AutoPrefill auto_prefill = AutoPrefill::blank;
 };
 
-struct ApiSettingsPatch {
-    std::optional<uint64_t> total_rate_bytes_per_s;
-    std::optional<unsigned> max_parallel;
-    std::optional<AutoPrefill> auto_prefill;
-};
+using ApiSettingsPatch = SettingsChange;
 
 class ApiBackend {
 public:

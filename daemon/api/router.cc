@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_text.hh"
+#include "control/schema.hh"
 #include "discovery/identity.hh"
 
 namespace prewarmd {
@@ -45,7 +46,8 @@ std::vector<std::string_view> segments(std::string_view path) {
     return out;
 }
 
-// Whether `path` fits the route's pattern; its {id} segment when it does.
+// Whether `path` fits the route's pattern; its {id} segment when it does. An id
+// segment over 512 characters fits no route (a valid one has at most 200).
 bool fits(std::string_view pattern, std::string_view path, std::string& id) {
     const auto want = segments(pattern);
     const auto got = segments(path);
@@ -53,7 +55,7 @@ bool fits(std::string_view pattern, std::string_view path, std::string& id) {
         (path.size() > 1 && path.back() == '/'))
         return false;
     for (size_t i = 0; i < want.size(); ++i) {
-        if (want[i] == "{id}")
+        if (want[i] == "{id}" && got[i].size() <= 512)
             id = std::string(got[i]);
         else if (want[i] != got[i])
             return false;
@@ -113,28 +115,26 @@ ApiResponse unknown_field(const std::string& key, const std::string& known) {
                    "unknown field '" + key + "' (known: " + known + ")");
 }
 
-ApiResponse wrong_type(const std::string& key, const std::string& expected) {
-    return problem(400, "wrong-type", "Wrong type", "'" + key + "' must be " + expected);
-}
-
-ApiResponse out_of_range(const std::string& key, const std::string& range) {
-    return problem(400, "out-of-range", "Out of range", "'" + key + "' must be " + range);
-}
-
-// Sets `out` to a JSON integer within [min, max]; the problem with it otherwise.
-template <typename T>
-std::optional<ApiResponse> integer(const json& value, const std::string& key, uint64_t min,
-                                   uint64_t max, std::optional<T>& out) {
-    if (!value.is_number_integer())
-        return wrong_type(key, "an integer");
-    if (value.is_number_unsigned() || value.get<int64_t>() >= 0) {
-        const auto n = value.get<uint64_t>();
-        if (n >= min && n <= max) {
-            out = static_cast<T>(n);
-            return std::nullopt;
-        }
+// A body's field checked against its declaration (control/schema.hh).
+std::variant<FieldValue, ApiResponse> field_value(const Field& field, const json& value) {
+    FieldValue raw;
+    if (field.kind == Field::Kind::choice) {
+        if (!value.is_string())
+            return problem(400, "wrong-type", "Wrong type",
+                           std::string(field.key) + " is a string");
+        raw = value.get<std::string>();
+    } else {
+        if (!value.is_number_integer())
+            return problem(400, "wrong-type", "Wrong type",
+                           std::string(field.key) + " is an integer");
+        // A negative number is out of every range.
+        raw = value.is_number_unsigned() || value.get<int64_t>() >= 0 ? value.get<uint64_t>()
+                                                                      : ~uint64_t{0};
     }
-    return out_of_range(key, "from " + std::to_string(min) + " to " + std::to_string(max));
+    auto checked = check_value(field, raw);
+    if (!checked)
+        return problem(400, "out-of-range", "Out of range", checked.error().message);
+    return *checked;
 }
 
 ApiResponse error_response(const Error& error) {
@@ -157,7 +157,7 @@ ApiResponse error_response(const Error& error) {
 json settings_json(const ApiSettings& s) {
     return {{"total_rate_bytes_per_s", s.total_rate_bytes_per_s},
             {"max_parallel", s.max_parallel},
-            {"auto_prefill", s.auto_prefill == AutoPrefill::blank ? "blank" : "never"}};
+            {"auto_prefill", to_string(s.auto_prefill)}};
 }
 
 ApiResponse json_response(int status, const json& body) {
@@ -202,23 +202,33 @@ ApiResponse problem(int status, std::string_view slug, std::string_view title,
 }
 
 const std::vector<ApiRoute>& ApiRouter::routes() {
-    static const std::vector<ApiRoute> table = {
-        {"GET", "/healthz", false},
-        {"GET", "/readyz", false},
-        {"GET", "/metrics", false},
-        {"GET", "/v1/disks", false},
-        {"GET", "/v1/disks/{id}", false},
-        {"POST", "/v1/disks/{id}/start", true},
-        {"POST", "/v1/disks/{id}/pause", true},
-        {"POST", "/v1/disks/{id}/resume", true},
-        {"POST", "/v1/disks/{id}/cancel", true},
-        {"POST", "/v1/disks/{id}/release", true},
-        {"POST", "/v1/disks/{id}/probe", true},
-        {"GET", "/v1/settings", false},
-        {"PATCH", "/v1/settings", true},
-        {"GET", "/v1/events", false},
-    };
+    static const std::vector<ApiRoute> table = [] {
+        std::vector<ApiRoute> t = {
+            {"GET", "/healthz", false, &ApiRouter::health, {}},
+            {"GET", "/readyz", false, &ApiRouter::readiness, {}},
+            {"GET", "/metrics", false, &ApiRouter::metrics, {}},
+            {"GET", "/v1/disks", false, &ApiRouter::list_disks, {}},
+            {"GET", "/v1/disks/{id}", false, &ApiRouter::get_disk, {}},
+        };
+        for (const auto& a : action_specs())
+            t.push_back({"POST", "/v1/disks/{id}/" + std::string(a.name), true,
+                         &ApiRouter::disk_action, a.action});
+        t.push_back({"POST", "/v1/disks/{id}/probe", true, &ApiRouter::probe, {}});
+        t.push_back({"GET", "/v1/settings", false, &ApiRouter::get_settings, {}});
+        t.push_back({"PATCH", "/v1/settings", true, &ApiRouter::patch_settings, {}});
+        t.push_back({"GET", "/v1/events", false, &ApiRouter::events, {}});
+        return t;
+    }();
     return table;
+}
+
+const ApiRoute* ApiRouter::find(std::string_view method, std::string_view path) {
+    const std::string_view as = method == "HEAD" ? "GET" : method;
+    std::string id;
+    for (const auto& r : routes())
+        if (r.method == as && fits(r.path, path, id))
+            return &r;
+    return nullptr;
 }
 
 std::string disk_json(const DiskView& v) {
@@ -265,7 +275,7 @@ ApiResponse ApiRouter::handle(const ApiRequest& request) {
         std::string found_id;
         if (!fits(r.path, request.path, found_id))
             continue;
-        allowed += (allowed.empty() ? "" : ", ") + std::string(r.method);
+        allowed += (allowed.empty() ? "" : ", ") + r.method;
         if (r.method == request.method) {
             route = &r;
             id = found_id;
@@ -279,103 +289,85 @@ ApiResponse ApiRouter::handle(const ApiRequest& request) {
         r.headers.emplace_back("Allow", allowed);
         return r;
     }
-    if (route->path.find("{id}") != std::string_view::npos && !valid_disk_id(id))
+    if (route->path.find("{id}") != std::string::npos && !valid_disk_id(id))
         return problem(400, "invalid-id", "Invalid disk id",
                        "a disk id has letters, digits, '.', '_' and '-' only, at most 200");
-    const std::string_view path = route->path;
-    if (path == "/healthz")
-        return json_response(200, {{"status", "ok"}});
-    if (path == "/readyz")
-        return m_backend.ready()
-                   ? json_response(200, {{"status", "ready"}})
-                   : problem(503, "not-ready", "Not ready", "discovery has not started yet");
-    if (path == "/metrics") {
-        const auto disks = m_backend.disks();
-        const auto settings = m_backend.settings();
-        if (!disks || !settings)
-            return error_response(!disks ? disks.error() : settings.error());
-        ApiResponse r;
-        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        r.body = prometheus_metrics(*disks, *settings);
-        return r;
-    }
-    if (path == "/v1/events") {
-        ApiResponse r;
-        r.event_stream = true;
-        r.content_type = "text/event-stream";
-        return r;
-    }
-    if (path == "/v1/disks") {
-        const auto disks = m_backend.disks();
-        if (!disks)
-            return error_response(disks.error());
-        json list = json::array();
-        for (const auto& d : *disks)
-            list.push_back(json::parse(disk_json(d)));
-        return json_response(200, {{"disks", list}});
-    }
-    if (path == "/v1/disks/{id}")
-        return disk_response(200, id);
-    if (path == "/v1/settings") {
-        if (request.method != "GET")
-            return patch_settings(request);
-        const auto settings = m_backend.settings();
-        return settings ? json_response(200, settings_json(*settings))
-                        : error_response(settings.error());
-    }
-    if (path == "/v1/disks/{id}/probe") {
-        auto parsed = object_body(request);
-        if (auto* error = std::get_if<ApiResponse>(&parsed))
-            return *error;
-        for (const auto& [key, value] : std::get<json>(parsed).items())
-            return unknown_field(key, "none");
-        if (auto probed = m_backend.probe(id); !probed)
-            return error_response(probed.error());
-        return disk_response(200, id);
-    }
-    static const std::pair<std::string_view, DiskAction> actions[] = {
-        {"/v1/disks/{id}/start", DiskAction::start},
-        {"/v1/disks/{id}/pause", DiskAction::pause},
-        {"/v1/disks/{id}/resume", DiskAction::resume},
-        {"/v1/disks/{id}/cancel", DiskAction::cancel},
-        {"/v1/disks/{id}/release", DiskAction::release},
-    };
-    for (const auto& [action_path, action] : actions)
-        if (path == action_path)
-            return disk_action(id, action, request);
-    return problem(500, "internal", "Internal error", "an unhandled route");
+    return (this->*route->handler)(request, id);
 }
 
-ApiResponse ApiRouter::disk_action(const std::string& id, DiskAction action,
-                                   const ApiRequest& request) {
+ApiResponse ApiRouter::health(const ApiRequest&, const std::string&) {
+    return json_response(200, {{"status", "ok"}});
+}
+
+ApiResponse ApiRouter::readiness(const ApiRequest&, const std::string&) {
+    return m_backend.ready()
+               ? json_response(200, {{"status", "ready"}})
+               : problem(503, "not-ready", "Not ready", "discovery has not started yet");
+}
+
+ApiResponse ApiRouter::metrics(const ApiRequest&, const std::string&) {
+    const auto disks = m_backend.disks();
+    const auto settings = m_backend.settings();
+    if (!disks || !settings)
+        return error_response(!disks ? disks.error() : settings.error());
+    ApiResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = prometheus_metrics(*disks, *settings);
+    return r;
+}
+
+ApiResponse ApiRouter::events(const ApiRequest&, const std::string&) {
+    ApiResponse r;
+    r.event_stream = true;
+    r.content_type = "text/event-stream";
+    return r;
+}
+
+ApiResponse ApiRouter::list_disks(const ApiRequest&, const std::string&) {
+    const auto disks = m_backend.disks();
+    if (!disks)
+        return error_response(disks.error());
+    json list = json::array();
+    for (const auto& d : *disks)
+        list.push_back(json::parse(disk_json(d)));
+    return json_response(200, {{"disks", list}});
+}
+
+ApiResponse ApiRouter::get_disk(const ApiRequest&, const std::string& id) {
+    return disk_response(200, id);
+}
+
+ApiResponse ApiRouter::probe(const ApiRequest& request, const std::string& id) {
     auto parsed = object_body(request);
     if (auto* error = std::get_if<ApiResponse>(&parsed))
         return *error;
-    const auto& body = std::get<json>(parsed);
+    for (const auto& [key, value] : std::get<json>(parsed).items())
+        return unknown_field(key, "none");
+    if (auto probed = m_backend.probe(id); !probed)
+        return error_response(probed.error());
+    return disk_response(200, id);
+}
+
+ApiResponse ApiRouter::disk_action(const ApiRequest& request, const std::string& id) {
+    const auto& route = *find(request.method, request.path);
+    const auto& spec = spec_of(*route.action);
+    auto parsed = object_body(request);
+    if (auto* error = std::get_if<ApiResponse>(&parsed))
+        return *error;
     StartRequest start;
-    for (const auto& [key, value] : body.items()) {
-        if (action != DiskAction::start)
-            return unknown_field(key, "none");
-        if (key == "mode") {
-            if (!value.is_string())
-                return wrong_type(key, "a string");
-            const auto mode = parse_mode(value.get<std::string>());
-            if (!mode)
-                return out_of_range(key, "one of zero, rewrite, read");
-            start.mode = mode;
-        } else if (key == "rate_bytes_per_s") {
-            if (auto error = integer(value, key, 1, uint64_t{1} << 40, start.rate_bytes_per_s))
-                return *error;
-        } else if (key == "queue_depth") {
-            if (auto error = integer(value, key, 1, 64, start.queue_depth))
-                return *error;
-        } else {
-            return unknown_field(key, "mode, rate_bytes_per_s, queue_depth");
-        }
+    for (const auto& [key, value] : std::get<json>(parsed).items()) {
+        const Field* field = spec.takes_start_options ? field_by_key(start_fields(), key) : nullptr;
+        if (!field)
+            return unknown_field(key,
+                                 spec.takes_start_options ? field_keys(start_fields()) : "none");
+        auto checked = field_value(*field, value);
+        if (auto* error = std::get_if<ApiResponse>(&checked))
+            return *error;
+        start.set(*field, std::get<FieldValue>(checked));
     }
-    if (auto done = m_backend.act(id, action, start); !done)
+    if (auto done = m_backend.act(id, spec.action, start); !done)
         return error_response(done.error());
-    return disk_response(action == DiskAction::start ? 202 : 200, id);
+    return disk_response(spec.action == DiskAction::start ? 202 : 200, id);
 }
 
 ApiResponse ApiRouter::disk_response(int status, const std::string& id) {
@@ -390,32 +382,25 @@ ApiResponse ApiRouter::disk_response(int status, const std::string& id) {
     return r;
 }
 
-ApiResponse ApiRouter::patch_settings(const ApiRequest& request) {
+ApiResponse ApiRouter::get_settings(const ApiRequest&, const std::string&) {
+    const auto settings = m_backend.settings();
+    return settings ? json_response(200, settings_json(*settings))
+                    : error_response(settings.error());
+}
+
+ApiResponse ApiRouter::patch_settings(const ApiRequest& request, const std::string&) {
     auto parsed = object_body(request);
     if (auto* error = std::get_if<ApiResponse>(&parsed))
         return *error;
-    const auto& body = std::get<json>(parsed);
     ApiSettingsPatch patch;
-    for (const auto& [key, value] : body.items()) {
-        if (key == "total_rate_bytes_per_s") {
-            if (auto error =
-                    integer(value, key, 0, uint64_t{1} << 40, patch.total_rate_bytes_per_s))
-                return *error;
-        } else if (key == "max_parallel") {
-            if (auto error = integer(value, key, 1, 64, patch.max_parallel))
-                return *error;
-        } else if (key == "auto_prefill") {
-            if (!value.is_string())
-                return wrong_type(key, "a string");
-            if (value == "blank")
-                patch.auto_prefill = AutoPrefill::blank;
-            else if (value == "never")
-                patch.auto_prefill = AutoPrefill::never;
-            else
-                return out_of_range(key, "blank or never");
-        } else {
-            return unknown_field(key, "total_rate_bytes_per_s, max_parallel, auto_prefill");
-        }
+    for (const auto& [key, value] : std::get<json>(parsed).items()) {
+        const Field* field = field_by_key(setting_fields(), key);
+        if (!field)
+            return unknown_field(key, field_keys(setting_fields()));
+        auto checked = field_value(*field, value);
+        if (auto* error = std::get_if<ApiResponse>(&checked))
+            return *error;
+        patch.set(*field, std::get<FieldValue>(checked));
     }
     const auto settings = m_backend.update_settings(patch);
     return settings ? json_response(200, settings_json(*settings))

@@ -3,6 +3,7 @@
 // RFC 9457 problem+json all happen here, so tests and the fuzzer need no server.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,10 +30,16 @@ struct ApiResponse {
     bool event_stream = false; // GET /v1/events: the server streams the events
 };
 
+class ApiRouter;
+
+// One route: what it answers, and whether it changes anything (then it needs the
+// right to: api/access.hh). The disk actions' routes come from control/schema.hh.
 struct ApiRoute {
-    std::string_view method;
-    std::string_view path; // segments; {id} stands for a disk id
-    bool mutating;
+    std::string method;
+    std::string path; // segments; {id} stands for a disk id
+    bool changes = false;
+    ApiResponse (ApiRouter::*handler)(const ApiRequest&, const std::string& id) = nullptr;
+    std::optional<DiskAction> action; // POST /v1/disks/{id}/ACTION
 };
 
 class ApiRouter {
@@ -40,10 +47,20 @@ public:
     explicit ApiRouter(ApiBackend& backend) : m_backend(backend) {}
     ApiResponse handle(const ApiRequest& request);
     static const std::vector<ApiRoute>& routes();
+    // The route of a method and path (HEAD as GET), nullptr for none.
+    static const ApiRoute* find(std::string_view method, std::string_view path);
 
 private:
-    ApiResponse disk_action(const std::string& id, DiskAction action, const ApiRequest& request);
-    ApiResponse patch_settings(const ApiRequest& request);
+    ApiResponse health(const ApiRequest&, const std::string&);
+    ApiResponse readiness(const ApiRequest&, const std::string&);
+    ApiResponse metrics(const ApiRequest&, const std::string&);
+    ApiResponse events(const ApiRequest&, const std::string&);
+    ApiResponse list_disks(const ApiRequest&, const std::string&);
+    ApiResponse get_disk(const ApiRequest&, const std::string& id);
+    ApiResponse disk_action(const ApiRequest& request, const std::string& id);
+    ApiResponse probe(const ApiRequest& request, const std::string& id);
+    ApiResponse get_settings(const ApiRequest&, const std::string&);
+    ApiResponse patch_settings(const ApiRequest& request, const std::string&);
     ApiResponse disk_response(int status, const std::string& id);
     ApiBackend& m_backend;
 };

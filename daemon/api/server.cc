@@ -22,6 +22,7 @@
 
 #include "api/access.hh"
 #include "api/token.hh"
+#include "api/worker_pool.hh"
 #include "base/clock.hh"
 #include "base/unique_fd.hh"
 
@@ -175,7 +176,10 @@ struct ApiServer::Impl {
     AccessDecision access(const Listener& l, const httplib::Request& req) {
         AccessRequest request;
         request.way = l.way;
-        request.changes = req.method != "GET" && req.method != "HEAD";
+        // Whether it changes anything is the route's to say; an unknown one counts
+        // as a change unless it is a read.
+        const auto* route = ApiRouter::find(req.method, req.path);
+        request.changes = route ? route->changes : req.method != "GET" && req.method != "HEAD";
         Privileged group;
         std::string file;
         {
@@ -327,7 +331,7 @@ namespace {
 Result<void> configure(ApiServer::Impl& impl, Listener& l) {
     auto& s = *l.server;
     const unsigned workers = impl.max_connections;
-    s.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
+    s.new_task_queue = [workers] { return new WorkerPool(workers); };
     s.set_payload_max_length(api_max_body_bytes);
     s.set_read_timeout(std::chrono::seconds(5));
     s.set_write_timeout(std::chrono::seconds(5));
@@ -342,12 +346,13 @@ Result<void> configure(ApiServer::Impl& impl, Listener& l) {
     const auto handler = [&impl](const httplib::Request& req, httplib::Response& res) {
         impl.serve(req, res);
     };
-    // One pattern per route (no catch-all): an id is one segment of bounded length.
+    // One pattern per route (no catch-all): an id is one segment (the router checks
+    // it); a bounded repetition such as {1,512} cost std::regex megabytes each.
     std::vector<std::string> patterns;
     for (const auto& route : ApiRouter::routes()) {
         std::string pattern(route.path);
         if (const auto at = pattern.find("{id}"); at != std::string::npos)
-            pattern.replace(at, 4, "[^/]{1,512}");
+            pattern.replace(at, 4, "[^/]+"); // the router checks the id (200 at most)
         if (std::find(patterns.begin(), patterns.end(), pattern) != patterns.end())
             continue;
         patterns.push_back(pattern);

@@ -200,6 +200,18 @@ std::string format_rate(double bytes_per_s) {
     return format_scaled(bytes_per_s, "/s");
 }
 
+std::string format_ms(double seconds, int decimals) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f ms", decimals, seconds * 1000);
+    return text;
+}
+
+std::string format_ratio(double ratio) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1fx", ratio);
+    return text;
+}
+
 std::string format_duration(std::chrono::seconds duration) {
     const auto total = duration.count();
     char buf[32];

@@ -30,6 +30,10 @@ std::string format_size(uint64_t bytes);
 std::string format_rate(double bytes_per_s);
 // "7 s", "3:07", "1:02:03".
 std::string format_duration(std::chrono::seconds duration);
+// A latency in milliseconds, "1.25 ms" (`decimals` after the point).
+std::string format_ms(double seconds, int decimals = 2);
+// A ratio, "12.5x".
+std::string format_ratio(double ratio);
 // "[#######-------]": `width` marks between the brackets.
 std::string progress_bar(double ratio, int width);
 

@@ -222,6 +222,14 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
             console.progress(settings.path, s);
     }
     worker.join();
+    // The worker's SIGUSR1 may still be pending (it is sent after `finished`): taken
+    // here, or it would end the process once unblocked.
+    sigset_t finished_signal;
+    sigemptyset(&finished_signal);
+    sigaddset(&finished_signal, SIGUSR1);
+    const timespec now{0, 0};
+    while (sigtimedwait(&finished_signal, nullptr, &now) == SIGUSR1) {
+    }
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     console.done();
 

@@ -41,15 +41,9 @@ std::string usage() {
            "2 bad usage; 6 refused (in use, or read-only).\n";
 }
 
-std::string ms(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f ms", seconds * 1000);
-    return text;
-}
-
 std::string latency_text(const ProbeLatency& s) {
-    return "p50 " + ms(s.p50_s) + ", p99 " + ms(s.p99_s) + " (" + std::to_string(s.samples) +
-           " places)";
+    return "p50 " + format_ms(s.p50_s, 3) + ", p99 " + format_ms(s.p99_s, 3) + " (" +
+           std::to_string(s.samples) + " places)";
 }
 
 } // namespace

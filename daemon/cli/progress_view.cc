@@ -8,9 +8,7 @@ namespace prewarmd {
 namespace {
 
 std::string milliseconds(std::chrono::microseconds us) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f ms", static_cast<double>(us.count()) / 1000.0);
-    return buf;
+    return format_ms(static_cast<double>(us.count()) / 1e6);
 }
 
 } // namespace

@@ -208,8 +208,9 @@ const std::vector<Option>& options() {
          "\"never\": only when asked.",
          true,
          [](const toml::node& n, Config& c) {
-             return choice<AutoPrefill>(
-                 n, c.auto_prefill, {{"blank", AutoPrefill::blank}, {"never", AutoPrefill::never}});
+             return choice<AutoPrefill>(n, c.auto_prefill,
+                                        {{to_string(AutoPrefill::blank), AutoPrefill::blank},
+                                         {to_string(AutoPrefill::never), AutoPrefill::never}});
          },
          [](const Config& a, const Config& b) { return a.auto_prefill == b.auto_prefill; }},
         {"prefill", "mode", "\"zero\"",
@@ -390,6 +391,17 @@ bool same_rates(const Config& a, const Config& b) {
 }
 
 } // namespace
+
+std::string_view to_string(AutoPrefill policy) {
+    return policy == AutoPrefill::blank ? "blank" : "never";
+}
+
+std::optional<AutoPrefill> parse_auto_prefill(std::string_view text) {
+    for (const auto policy : {AutoPrefill::blank, AutoPrefill::never})
+        if (to_string(policy) == text)
+            return policy;
+    return std::nullopt;
+}
 
 Result<Config> parse_config(std::string_view text, const std::string& source) {
     toml::table root;

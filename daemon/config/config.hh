@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +18,8 @@
 namespace prewarmd {
 
 enum class AutoPrefill { blank, never };
+std::string_view to_string(AutoPrefill policy);
+std::optional<AutoPrefill> parse_auto_prefill(std::string_view text);
 
 struct RateOverride {
     MatchRule rule;

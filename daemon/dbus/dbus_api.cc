@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <type_traits>
 
 #include <sdbus-c++/sdbus-c++.h>
 
@@ -40,6 +41,30 @@ constexpr const char* manager_interface = gen::Manager_adaptor::INTERFACE_NAME;
 
 [[noreturn]] void invalid_args(const std::string& why) {
     throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", why);
+}
+
+const char* dbus_type_name(std::string_view type) {
+    return type == "u"   ? "an unsigned 32-bit integer (u)"
+           : type == "t" ? "an unsigned 64-bit integer (t)"
+                         : "a string (s)";
+}
+
+// A D-Bus value of a field (control/schema.hh): its type as the field says, then
+// its range; InvalidArgs saying which, otherwise.
+FieldValue checked(const Field& field, const sdbus::Variant& value) {
+    FieldValue raw;
+    if (field.dbus_type == "s" && value.containsValueOfType<std::string>())
+        raw = value.get<std::string>();
+    else if (field.dbus_type == "u" && value.containsValueOfType<uint32_t>())
+        raw = uint64_t{value.get<uint32_t>()};
+    else if (field.dbus_type == "t" && value.containsValueOfType<uint64_t>())
+        raw = value.get<uint64_t>();
+    else
+        invalid_args(std::string(field.key) + " is " + dbus_type_name(field.dbus_type));
+    auto good = check_value(field, raw);
+    if (!good)
+        invalid_args(good.error().message);
+    return *good;
 }
 
 // Signals to a bus that went away fail; the Bus reports that once.
@@ -113,27 +138,10 @@ private:
                             const std::map<std::string, sdbus::Variant>& options) override {
         StartRequest start;
         for (const auto& [key, value] : options) {
-            if (key == "mode") {
-                if (!value.containsValueOfType<std::string>())
-                    invalid_args("mode is a string: zero, rewrite or read");
-                start.mode = parse_mode(value.get<std::string>());
-                if (!start.mode)
-                    invalid_args("mode is one of zero, rewrite, read");
-            } else if (key == "rate_bytes_per_s") {
-                if (!value.containsValueOfType<uint64_t>())
-                    invalid_args("rate_bytes_per_s is an unsigned 64-bit integer (t)");
-                start.rate_bytes_per_s = value.get<uint64_t>();
-                if (*start.rate_bytes_per_s == 0)
-                    invalid_args("rate_bytes_per_s is at least 1");
-            } else if (key == "queue_depth") {
-                if (!value.containsValueOfType<uint32_t>())
-                    invalid_args("queue_depth is an unsigned 32-bit integer (u)");
-                start.queue_depth = value.get<uint32_t>();
-                if (*start.queue_depth < 1 || *start.queue_depth > 64)
-                    invalid_args("queue_depth is from 1 to 64");
-            } else {
-                invalid_args("unknown option " + key + " (mode, rate_bytes_per_s, queue_depth)");
-            }
+            const Field* field = field_by_key(start_fields(), key);
+            if (!field)
+                invalid_args("unknown option " + key + " (" + field_keys(start_fields()) + ")");
+            start.set(*field, checked(*field, value));
         }
         act(id, DiskAction::start, start);
         return sdbus::ObjectPath(disk_path(id));
@@ -147,34 +155,37 @@ private:
         return m_scheduler.config().total_rate_bytes_per_s;
     }
     void TotalRateBytesPerSecond(const uint64_t& value) override {
-        authorize("Setting TotalRateBytesPerSecond");
-        if (value > (uint64_t{1} << 40))
-            invalid_args("TotalRateBytesPerSecond is at most 1 TiB/s (0: unlimited)");
-        m_scheduler.set_total_rate(value);
-        m_log(false, "dbus: total_rate now " + std::to_string(value) + " B/s");
-        emitPropertiesChangedSignal(manager_interface, {"TotalRateBytesPerSecond"});
+        set_setting("TotalRateBytesPerSecond", sdbus::Variant(value));
     }
     uint32_t MaxParallel() override { return m_scheduler.config().max_parallel; }
     void MaxParallel(const uint32_t& value) override {
-        authorize("Setting MaxParallel");
-        if (value < 1 || value > 64)
-            invalid_args("MaxParallel is from 1 to 64");
-        m_scheduler.set_max_parallel(value);
-        m_log(false, "dbus: max_parallel now " + std::to_string(value));
-        emitPropertiesChangedSignal(manager_interface, {"MaxParallel"});
+        set_setting("MaxParallel", sdbus::Variant(value));
     }
     std::string AutoPrefill() override {
-        return m_scheduler.config().auto_prefill == ::prewarmd::AutoPrefill::blank ? "blank"
-                                                                                   : "never";
+        return std::string(to_string(m_scheduler.config().auto_prefill));
     }
     void AutoPrefill(const std::string& value) override {
-        authorize("Setting AutoPrefill");
-        if (value != "blank" && value != "never")
-            invalid_args("AutoPrefill is blank or never");
-        m_scheduler.set_auto_prefill(value == "blank" ? ::prewarmd::AutoPrefill::blank
-                                                      : ::prewarmd::AutoPrefill::never);
-        m_log(false, "dbus: auto_prefill now " + value);
-        emitPropertiesChangedSignal(manager_interface, {"AutoPrefill"});
+        set_setting("AutoPrefill", sdbus::Variant(value));
+    }
+
+    // A settings property set: who may, the value by its field, the change.
+    void set_setting(const char* property, const sdbus::Variant& value) {
+        authorize(std::string("Setting ") + property);
+        const Field& field = *field_by_property(setting_fields(), property);
+        const auto good = checked(field, value);
+        SettingsChange change;
+        change.set(field, good);
+        m_scheduler.change(change);
+        m_log(false, "dbus: " + std::string(field.key) + " now " +
+                         std::visit(
+                             [](const auto& v) {
+                                 if constexpr (std::is_same_v<std::decay_t<decltype(v)>, uint64_t>)
+                                     return std::to_string(v);
+                                 else
+                                     return v;
+                             },
+                             good));
+        emitPropertiesChangedSignal(manager_interface, {property});
     }
     bool BootFinished() override { return m_scheduler.boot_finished(); }
     std::string Version() override { return PREWARMD_VERSION; }

@@ -22,7 +22,7 @@ constexpr auto tick_interval = std::chrono::milliseconds(250);
 constexpr auto write_check_interval = std::chrono::seconds(1);
 // Zero mode holds a read buffer only while a chunk is read and checked; its writes
 // all come from one zero buffer. So few read buffers serve a deep queue.
-constexpr unsigned zero_mode_read_buffers = 4;
+constexpr unsigned zero_mode_read_buffers = 3;
 
 std::string errno_name(int err) {
     return std::strerror(err);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/units.hh"
+
 namespace prewarmd {
 namespace {
 
@@ -21,12 +23,6 @@ bool partition_of(const std::string& name, const std::string& disk) {
     return at < name.size() &&
            std::all_of(name.begin() + static_cast<long>(at), name.end(),
                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
-std::string ms(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2f ms", seconds * 1000);
-    return text;
 }
 
 } // namespace
@@ -102,7 +98,7 @@ bool BackoffController::back_off(const std::map<std::string, DiskLoad>& loads) {
         const double step = std::min(m_law.decrease, m_law.harm * alone / load.latency_s);
         if (step < scale) {
             scale = step;
-            m_why = name + " at " + ms(load.latency_s) + ", " + ms(alone) + " alone";
+            m_why = name + " at " + format_ms(load.latency_s) + ", " + format_ms(alone) + " alone";
         }
     }
     if (scale == 1)

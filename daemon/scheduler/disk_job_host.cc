@@ -68,9 +68,9 @@ private:
                 m_events(EventLevel::warning, "probe: " + cold.error().message + ": not probed");
             } else {
                 m_events(EventLevel::info,
-                         "probe: first writes p50 " + ms(cold->cold.p50_s) + ", p99 " +
-                             ms(cold->cold.p99_s) + ", written again p50 " +
-                             ms(cold->rewrite.p50_s) + "; granularity " +
+                         "probe: first writes p50 " + format_ms(cold->cold.p50_s) + ", p99 " +
+                             format_ms(cold->cold.p99_s) + ", written again p50 " +
+                             format_ms(cold->rewrite.p50_s) + "; granularity " +
                              (cold->granularity_bytes ? format_size(cold->granularity_bytes)
                                                       : std::string("unknown")));
                 std::lock_guard lock(m_probe_mutex);
@@ -101,7 +101,7 @@ private:
         }
         const bool stuck = !still_cold(*m_probe.cold, *warm);
         m_events(stuck ? EventLevel::info : EventLevel::warning,
-                 stuck ? "probe after: warm places p50 " + ms(warm->warm.p50_s) + ", " +
+                 stuck ? "probe after: warm places p50 " + format_ms(warm->warm.p50_s) + ", " +
                              format_ratio(penalty_ratio(m_probe.cold->cold, warm->warm)) +
                              " faster than cold"
                        : "probe after: warming did not stick: the warm places still write " +
@@ -110,17 +110,6 @@ private:
                              "writes?)");
         std::lock_guard lock(m_probe_mutex);
         m_probe.warm = *warm;
-    }
-
-    static std::string ms(double seconds) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.2f ms", seconds * 1000);
-        return text;
-    }
-    static std::string format_ratio(double ratio) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1fx", ratio);
-        return text;
     }
 
     Device m_device; // closed when the job is gone: the exclusive open ends with it

@@ -268,6 +268,24 @@ void Scheduler::stop_job(Entry& e, Stopping stopping) {
     e.stopping = std::move(stopping);
 }
 
+void StartRequest::set(const Field& field, const FieldValue& value) {
+    if (field.key == "mode")
+        mode = parse_mode(std::get<std::string>(value));
+    else if (field.key == "rate_bytes_per_s")
+        rate_bytes_per_s = std::get<uint64_t>(value);
+    else if (field.key == "queue_depth")
+        queue_depth = static_cast<unsigned>(std::get<uint64_t>(value));
+}
+
+void SettingsChange::set(const Field& field, const FieldValue& value) {
+    if (field.key == "total_rate_bytes_per_s")
+        total_rate_bytes_per_s = std::get<uint64_t>(value);
+    else if (field.key == "max_parallel")
+        max_parallel = static_cast<unsigned>(std::get<uint64_t>(value));
+    else if (field.key == "auto_prefill")
+        auto_prefill = parse_auto_prefill(std::get<std::string>(value));
+}
+
 void Scheduler::on_attached(const DiskInfo& disk) {
     auto& e = entry_for(disk);
     e.attached = true;
@@ -672,6 +690,15 @@ void Scheduler::release_hold() {
             (m_boot_finished || e->requested))
             enter_queued(*e, ""); // in its old place: first again
     schedule();
+}
+
+void Scheduler::change(const SettingsChange& c) {
+    if (c.total_rate_bytes_per_s)
+        set_total_rate(*c.total_rate_bytes_per_s);
+    if (c.max_parallel)
+        set_max_parallel(*c.max_parallel);
+    if (c.auto_prefill)
+        set_auto_prefill(*c.auto_prefill);
 }
 
 void Scheduler::set_total_rate(uint64_t rate) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/config.hh"
+#include "control/schema.hh"
 #include "scheduler/disk_state.hh"
 #include "scheduler/job_host.hh"
 #include "state/state_dir.hh"
@@ -50,12 +51,25 @@ struct DiskView {
     }
 };
 
-enum class DiskAction { start, pause, resume, cancel, release };
-
+// A start's options (control/schema.hh's start_fields), as the scheduler takes them.
 struct StartRequest {
     std::optional<Mode> mode;
     std::optional<uint64_t> rate_bytes_per_s; // its own rate, outside the shared budget
     std::optional<unsigned> queue_depth;
+
+    // A value checked against its field (check_value).
+    void set(const Field& field, const FieldValue& value);
+};
+
+// The settings that may change at run time (control/schema.hh's setting_fields),
+// those given in one change.
+struct SettingsChange {
+    std::optional<uint64_t> total_rate_bytes_per_s;
+    std::optional<unsigned> max_parallel;
+    std::optional<AutoPrefill> auto_prefill;
+
+    // A value checked against its field (check_value).
+    void set(const Field& field, const FieldValue& value);
 };
 
 class Scheduler {
@@ -103,6 +117,8 @@ public:
     Result<ProbeTicket> begin_probe(const std::string& identity);
     void end_probe(const std::string& identity, const Result<ProbeFigures>& figures);
 
+    // Settings changed over the API or D-Bus, until the next reload.
+    void change(const SettingsChange& change);
     void set_total_rate(uint64_t rate_bytes_per_s);
     // Adaptive mode: every running job's rate times `factor` (0 holds them, 1 is as
     // configured); `reference` stands for total_rate when that is unlimited; `why`

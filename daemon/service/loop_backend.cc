@@ -68,12 +68,7 @@ Result<ApiSettings> LoopBackend::settings() {
 
 Result<ApiSettings> LoopBackend::update_settings(const ApiSettingsPatch& patch) {
     return on_loop([this, patch] {
-        if (patch.total_rate_bytes_per_s)
-            m_scheduler.set_total_rate(*patch.total_rate_bytes_per_s);
-        if (patch.max_parallel)
-            m_scheduler.set_max_parallel(*patch.max_parallel);
-        if (patch.auto_prefill)
-            m_scheduler.set_auto_prefill(*patch.auto_prefill);
+        m_scheduler.change(patch);
         log_info("api: settings now: total_rate " +
                  std::to_string(m_scheduler.config().total_rate_bytes_per_s) +
                  " B/s, max_parallel " + std::to_string(m_scheduler.config().max_parallel));

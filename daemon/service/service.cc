@@ -47,6 +47,16 @@ void drain(int fd) {
     }
 }
 
+// Keeps a piece just made in its slot (an optional, a unique_ptr), or says why it
+// could not be made.
+template <typename Slot, typename T>
+Result<void> keep(Slot& slot, Result<T> made) {
+    if (!made)
+        return made.error();
+    slot = std::move(*made);
+    return {};
+}
+
 std::string read_text_file(const char* path) {
     std::ifstream file(path);
     std::stringstream text;
@@ -137,11 +147,7 @@ Result<void> Service::start() {
 }
 
 Result<void> Service::start_loop() {
-    auto loop = EventLoop::create();
-    if (!loop)
-        return loop.error();
-    m_loop = std::move(*loop);
-    return {};
+    return keep(m_loop, EventLoop::create());
 }
 
 Result<void> Service::start_signals() {
@@ -159,23 +165,13 @@ Result<void> Service::start_signals() {
 
 // The monitor listens before the enumeration, so no disk slips in between.
 Result<void> Service::start_udev() {
-    auto udev = Udev::open();
-    if (!udev)
-        return udev.error();
-    m_udev.emplace(std::move(*udev));
-    auto monitor = UdevMonitor::open(*m_udev);
-    if (!monitor)
-        return monitor.error();
-    m_monitor.emplace(std::move(*monitor));
-    return {};
+    if (auto udev = keep(m_udev, Udev::open()); !udev)
+        return udev;
+    return keep(m_monitor, UdevMonitor::open(*m_udev));
 }
 
 Result<void> Service::start_grace() {
-    auto grace = AttachGrace::create();
-    if (!grace)
-        return grace.error();
-    m_grace.emplace(std::move(*grace));
-    return {};
+    return keep(m_grace, AttachGrace::create());
 }
 
 Result<void> Service::start_scheduler() {
@@ -300,17 +296,11 @@ Result<void> Service::enumerate() {
 }
 
 Result<void> Service::start_api() {
-    auto dispatcher = Dispatcher::create(*m_loop);
-    if (!dispatcher)
-        return dispatcher.error();
-    m_dispatcher = std::move(*dispatcher);
+    if (auto dispatcher = keep(m_dispatcher, Dispatcher::create(*m_loop)); !dispatcher)
+        return dispatcher;
     m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready, [this] { settings_changed(); });
     m_router.emplace(*m_backend);
-    auto api = ApiServer::start(m_config, *m_router, m_events, log_line);
-    if (!api)
-        return api.error();
-    m_api = std::move(*api);
-    return {};
+    return keep(m_api, ApiServer::start(m_config, *m_router, m_events, log_line));
 }
 
 void Service::settings_changed() {

@@ -40,7 +40,8 @@ sleep 2
 raw rate "$API_PORT" 5 || fail "the rate limit does not hold"
 stop_daemon
 
-# Refusals to start: exit status 2 and a line that says why.
+# Refusals to start: exit status 2 and a line that says why; `prewarmd config
+# --check` refuses the same file, saying the same.
 refuses() { # WHAT PATTERN CONFIG
     local what=$1 pattern=$2
     printf '%s\n' "$3" >"$TEST_DIR/refused.toml"
@@ -49,6 +50,9 @@ refuses() { # WHAT PATTERN CONFIG
     check_eq "$status" 2 "$what: exit status"
     grep -Eq "$pattern" "$TEST_DIR/refused.log" || fail "$what: no '$pattern' in: $(cat "$TEST_DIR/refused.log")"
     pass "$what: $(grep -Em1 "$pattern" "$TEST_DIR/refused.log" | cut -d' ' -f3-)"
+    run_status "$prewarmd" config --check "$TEST_DIR/refused.toml" >"$TEST_DIR/checked.log" 2>&1
+    check_eq "$status" 2 "$what: config --check's exit status"
+    grep -Eq "$pattern" "$TEST_DIR/checked.log" || fail "$what: config --check: $(cat "$TEST_DIR/checked.log")"
 }
 chmod 644 "$TEST_DIR/token"
 refuses "a token file others may read" "chmod 600" "$quiet
@@ -60,6 +64,9 @@ chmod 600 "$TEST_DIR/short-token"
 refuses "a token too short" "16 to 4096 characters" "$quiet
 $API_CONFIG
 token_file = \"$TEST_DIR/short-token\""
+refuses "a certificate without its key" "tls_cert and tls_key go together" "$quiet
+$API_CONFIG
+tls_cert = \"$TEST_DIR/cert.pem\""
 
 # TLS from a certificate and key; TLS 1.1 and plain HTTP are refused.
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \

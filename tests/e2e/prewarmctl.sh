@@ -103,10 +103,10 @@ if pc status | grep -q $'\033'; then fail "colours into a pipe"; fi
 pass "colours on a terminal only, never with NO_COLOR"
 
 # watch: redrawn in place (cursor up, lines cleared), the cursor back after Ctrl-C.
-on_tty "timeout --preserve-status -s INT 2.5 $ctl --socket $API_SOCKET watch --interval 500ms" \
+on_tty "timeout --preserve-status -s INT 4 $ctl --socket $API_SOCKET watch --interval 200ms" \
     >"$TEST_DIR/watch" || fail "watch did not exit 0 on Ctrl-C"
-lines=$(grep -c . <(pc status))
-grep -q $'\033\\['"$lines"'A' "$TEST_DIR/watch" || fail "watch did not redraw in place: $(cat -v "$TEST_DIR/watch" | head)"
+# Other tests' disks come and go beside this one: any cursor-up counts.
+grep -Eq $'\033\\[[0-9]+A' "$TEST_DIR/watch" || fail "watch did not redraw in place: $(cat -v "$TEST_DIR/watch" | head)"
 check_eq "$(tail -c 12 "$TEST_DIR/watch" | grep -c $'\033\\[?25h')" 1 "the cursor shown again at the end"
 if grep -q $'\033\\[2J' "$TEST_DIR/watch"; then fail "watch clears the screen (flicker)"; fi
 pass "watch redraws without clearing the screen and exits cleanly on Ctrl-C"

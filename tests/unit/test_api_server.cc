@@ -1,10 +1,14 @@
 #include <doctest/doctest.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include "api/server.hh"
+#include "api/worker_pool.hh"
 #include "fake_api_backend.hh"
 #include "temp_dir.hh"
 
@@ -33,4 +37,35 @@ TEST_CASE("api server: stopped at once after the start, it stops") {
             std::_Exit(1);
         }
     }
+}
+
+TEST_CASE("api server: workers start when work comes and go when it has stopped") {
+    WorkerPool pool(3, std::chrono::seconds(1));
+    CHECK(pool.threads() == 0); // an idle daemon holds no HTTP worker
+    std::mutex mutex;
+    std::condition_variable cv;
+    int started = 0;
+    bool release = false;
+    for (int i = 0; i < 5; ++i)
+        pool.enqueue([&] {
+            std::unique_lock lock(mutex);
+            ++started;
+            cv.notify_all();
+            cv.wait(lock, [&] { return release; });
+        });
+    {
+        std::unique_lock lock(mutex);
+        REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == 3; }));
+    }
+    CHECK(pool.threads() == 3); // never more than the cap; the other two wait
+    {
+        std::lock_guard lock(mutex);
+        release = true;
+    }
+    cv.notify_all();
+    for (int i = 0; i < 100 && pool.threads() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(started == 5);
+    CHECK(pool.threads() == 0); // idle for a second: gone
+    pool.shutdown();
 }

@@ -1,0 +1,47 @@
+// The HTTP workers of one listener: at most `max` threads, started when a
+// connection comes and none is free, gone after a while without work, so an idle
+// daemon holds none (cpp-httplib's own pool starts all of them at once, for good).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+
+namespace prewarmd {
+
+class WorkerPool final : public httplib::TaskQueue {
+public:
+    explicit WorkerPool(size_t max, std::chrono::seconds idle = std::chrono::seconds(30))
+        : m_max(max), m_idle(idle) {}
+    ~WorkerPool() override;
+
+    void enqueue(std::function<void()> fn) override;
+    void shutdown() override;
+
+    size_t threads() const;
+
+private:
+    struct Worker {
+        std::thread thread;
+        bool done = false;
+    };
+    void work(Worker& self);
+    void join_done(); // with the lock held
+
+    const size_t m_max;
+    const std::chrono::seconds m_idle;
+    mutable std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<std::function<void()>> m_jobs;
+    std::list<Worker> m_workers;
+    size_t m_waiting = 0; // workers free for the next job
+    bool m_shutdown = false;
+};
+
+} // namespace prewarmd

@@ -1,0 +1,143 @@
+#include "control/schema.hh"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+
+#include "base/units.hh"
+
+namespace prewarmd {
+namespace {
+
+constexpr uint64_t max_rate = uint64_t{1} << 40; // 1 TiB/s: beyond it, a mistake
+
+constexpr std::array<ActionSpec, 5> actions{{
+    {DiskAction::start, "start", "warm it (resumes from its checkpoint)", true},
+    {DiskAction::pause, "pause", "hold its job, the disk kept open"},
+    {DiskAction::resume, "resume", "go on with a paused job"},
+    {DiskAction::cancel, "cancel", "end its job"},
+    {DiskAction::release, "release", "end its job and close the disk within a second"},
+}};
+
+constexpr std::array<std::string_view, 3> modes{"zero", "rewrite", "read"};
+constexpr std::array<std::string_view, 2> auto_policies{"blank", "never"};
+
+constexpr std::array<Field, 3> start{{
+    {"mode", "", "mode", Field::Kind::choice, "s", 0, 0, modes, "zero"},
+    {"rate_bytes_per_s", "", "rate", Field::Kind::rate, "t", 1, max_rate, {}, "50MiB/s"},
+    {"queue_depth", "", "queue-depth", Field::Kind::count, "u", 1, 64, {}, "8"},
+}};
+
+constexpr std::array<Field, 3> settings{{
+    {"total_rate_bytes_per_s",
+     "TotalRateBytesPerSecond",
+     "rate",
+     Field::Kind::rate,
+     "t",
+     0,
+     max_rate,
+     {},
+     "100MiB/s"},
+    {"max_parallel", "MaxParallel", "max-parallel", Field::Kind::count, "u", 1, 64, {}, "2"},
+    {"auto_prefill", "AutoPrefill", "auto", Field::Kind::choice, "s", 0, 0, auto_policies, "blank"},
+}};
+
+std::string joined(std::span<const std::string_view> words, std::string_view last) {
+    std::string out;
+    for (size_t i = 0; i < words.size(); ++i)
+        out += std::string(i == 0                  ? ""
+                           : i + 1 == words.size() ? last
+                                                   : ", ") +
+               std::string(words[i]);
+    return out;
+}
+
+} // namespace
+
+std::span<const ActionSpec> action_specs() {
+    return actions;
+}
+
+const ActionSpec& spec_of(DiskAction action) {
+    return *std::find_if(actions.begin(), actions.end(),
+                         [&](const ActionSpec& a) { return a.action == action; });
+}
+
+std::span<const Field> start_fields() {
+    return start;
+}
+
+std::span<const Field> setting_fields() {
+    return settings;
+}
+
+const Field* field_by_key(std::span<const Field> fields, std::string_view key) {
+    const auto f = std::find_if(fields.begin(), fields.end(),
+                                [&](const Field& field) { return field.key == key; });
+    return f == fields.end() ? nullptr : &*f;
+}
+
+const Field* field_by_property(std::span<const Field> fields, std::string_view property) {
+    const auto f = std::find_if(fields.begin(), fields.end(), [&](const Field& field) {
+        return !field.property.empty() && field.property == property;
+    });
+    return f == fields.end() ? nullptr : &*f;
+}
+
+const Field* field_by_cli(std::span<const Field> fields, std::string_view cli) {
+    const auto f = std::find_if(fields.begin(), fields.end(),
+                                [&](const Field& field) { return field.cli == cli; });
+    return f == fields.end() ? nullptr : &*f;
+}
+
+std::string field_keys(std::span<const Field> fields) {
+    std::string out;
+    for (const auto& f : fields)
+        out += (out.empty() ? "" : ", ") + std::string(f.key);
+    return out;
+}
+
+Result<FieldValue> check_value(const Field& f, const FieldValue& value) {
+    const std::string name(f.key);
+    if (f.kind == Field::Kind::choice) {
+        const auto* word = std::get_if<std::string>(&value);
+        if (!word)
+            return Error{-EDOM, name + " is a string"};
+        if (std::find(f.choices.begin(), f.choices.end(), *word) == f.choices.end())
+            return Error{-EINVAL, name + " is one of " + joined(f.choices, ", ")};
+        return value;
+    }
+    const auto* n = std::get_if<uint64_t>(&value);
+    if (!n)
+        return Error{-EDOM, name + " is an integer"};
+    if (*n < f.min || *n > f.max)
+        return Error{-EINVAL,
+                     name + " is from " + std::to_string(f.min) + " to " + std::to_string(f.max) +
+                         (f.kind == Field::Kind::rate && f.min == 0 ? " (0: unlimited)" : "")};
+    return value;
+}
+
+Result<FieldValue> parse_field_text(const Field& f, std::string_view text) {
+    switch (f.kind) {
+    case Field::Kind::choice:
+        return check_value(f, std::string(text));
+    case Field::Kind::count: {
+        auto n = parse_count(text, f.min, f.max);
+        if (!n)
+            return n.error();
+        return FieldValue(*n);
+    }
+    case Field::Kind::rate: {
+        if (text == "unlimited" && f.min == 0)
+            return FieldValue(uint64_t{0});
+        auto r = parse_rate(text);
+        if (!r || *r < f.min || *r > f.max)
+            return Error{-EINVAL, "expected a rate such as " + std::string(f.example) +
+                                      (f.min == 0 ? " (or \"unlimited\")" : "")};
+        return FieldValue(*r);
+    }
+    }
+    return Error{-EINVAL, "unknown kind"};
+}
+
+} // namespace prewarmd
