@@ -292,11 +292,17 @@ int act(Context& c, const std::string& action, const std::string& disk) {
         if (!reply)
             return fail(exit_unreachable, reply.error().message);
     }
-    if (c.json_out)
+    if (c.json_out) {
         print_json(reply->body);
-    else
-        std::printf("%s: %s\n", reply->body.value("name", disk).c_str(),
-                    reply->body.value("state", "?").c_str());
+    } else {
+        const auto name = reply->body.value("name", disk);
+        std::printf("%s: %s\n", name.c_str(), reply->body.value("state", "?").c_str());
+        // A job asked for keeps the disk to itself: say so, and how to let go.
+        if (action == "start" && reply->body.value("exclusive", false))
+            std::printf("%s is held exclusively until warm: mkfs, mount and the like wait; "
+                        "`prewarmctl release %s` lets go at once\n",
+                        name.c_str(), name.c_str());
+    }
     return exit_ok;
 }
 
@@ -464,8 +470,7 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
                     return refused(*reply);
                 const auto state = reply->body.value("state", "");
                 states.push_back(reply->body);
-                if (state == "failed" || state == "cancelled" || state == "skipped" ||
-                    state == "interrupted") {
+                if (state == "failed" || state == "cancelled" || state == "skipped") {
                     if (c.json_out)
                         print_json(reply->body);
                     const auto reason = reply->body.value("reason", "");

@@ -20,7 +20,7 @@ std::string paint(const std::string& text, const std::string& state, const Style
         code = "32"; // green
     else if (state == "running")
         code = "36"; // cyan
-    else if (state == "failed" || state == "interrupted")
+    else if (state == "failed")
         code = "31"; // red
     else if (state == "paused" || state == "waiting" || state == "queued" || state == "detached")
         code = "33"; // yellow

@@ -260,6 +260,7 @@ std::string disk_json(const DiskView& v) {
         {"first_seen", rfc3339(v.first_seen_unix)},
         {"state_since", rfc3339(v.state_since_unix)},
         {"progress", json(v.progress)},
+        {"exclusive", v.exclusive},
         {"adaptive", v.adaptive},
         {"probe", to_json(v.probe)},
     };

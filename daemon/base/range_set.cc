@@ -43,6 +43,38 @@ const Extent* RangeSet::next_after(uint64_t offset) const {
     return it == m_extents.end() ? nullptr : &*it;
 }
 
+RangeSet RangeSet::intersection(const RangeSet& other) const {
+    RangeSet out;
+    for (const auto& a : m_extents)
+        for (const auto& b : other.m_extents)
+            out.add(std::max(a.offset, b.offset), std::min(a.end(), b.end()));
+    return out;
+}
+
+RangeSet RangeSet::minus(const RangeSet& other) const {
+    RangeSet out = *this;
+    for (const auto& b : other.m_extents)
+        out.remove(b.offset, b.end());
+    return out;
+}
+
+void RangeSet::remove(uint64_t begin, uint64_t end) {
+    if (begin >= end)
+        return;
+    std::vector<Extent> kept;
+    for (const auto& e : m_extents) {
+        if (e.end() <= begin || e.offset >= end) {
+            kept.push_back(e);
+            continue;
+        }
+        if (e.offset < begin)
+            kept.push_back({e.offset, begin - e.offset});
+        if (e.end() > end)
+            kept.push_back({end, e.end() - end});
+    }
+    m_extents = std::move(kept);
+}
+
 Result<RangeSet> data_extents(int fd, uint64_t size) {
     RangeSet data;
     const auto end_of_file = static_cast<off_t>(size);

@@ -25,6 +25,11 @@ public:
     const Extent* next_after(uint64_t offset) const;
     const std::vector<Extent>& extents() const { return m_extents; }
     bool empty() const { return m_extents.empty(); }
+    // The parts of this set that are in `other`, and those that are not.
+    RangeSet intersection(const RangeSet& other) const;
+    RangeSet minus(const RangeSet& other) const;
+    // Takes [begin, end) out of the set.
+    void remove(uint64_t begin, uint64_t end);
 
 private:
     std::vector<Extent> m_extents; // sorted, disjoint, not touching

@@ -18,8 +18,8 @@ enum ExitCode : int {
     exit_done = 0,
     exit_failed = 1,
     exit_usage = 2,
-    exit_interrupted = 3, // another writer wrote to the disk
-    exit_detached = 4,    // the device went away
+    exit_stepped_aside = 3, // another process opened or wrote to the disk
+    exit_detached = 4,      // the device went away
     exit_backend_full = 5,
     exit_refused = 6, // in use or read-only
     exit_sigint = 130,

@@ -24,6 +24,8 @@
 #include "engine/job.hh"
 #include "engine/plan.hh"
 #include "io/device.hh"
+#include "io/open_watch.hh"
+#include "safety/system.hh"
 
 namespace prewarmd {
 namespace {
@@ -49,7 +51,8 @@ std::string usage() {
     return "Usage: prewarmd prefill [OPTIONS] PATH\n\n"
            "Warms one disk (or a sparse file) in the foreground: every chunk is read, and\n"
            "written back as it was. What PATH reads back never changes. A block device is\n"
-           "opened exclusively: not while it is mounted or otherwise in use.\n\n" +
+           "opened exclusively (not while it is mounted or otherwise in use), and the job\n"
+           "steps aside the moment another process opens it or writes to it.\n\n" +
            options_help(prefill_options) +
            "\nProgress goes to standard error (a bar on a terminal), the summary to standard\n"
            "output. Ctrl-C stops after the chunks in flight and saves the checkpoint.\n\n"
@@ -57,8 +60,9 @@ std::string usage() {
            "  0    done                      4    detached: the device went away\n"
            "  1    failed: an I/O error      5    paused: the backend is full (ENOSPC)\n"
            "  2    bad usage or input        6    refused: in use, or read-only\n"
-           "  3    interrupted: another      130  stopped by SIGINT (143: SIGTERM)\n"
-           "       process wrote to the disk\n";
+           "  3    stepped aside: another    130  stopped by SIGINT (143: SIGTERM)\n"
+           "       process opened or wrote\n"
+           "       to the disk\n";
 }
 
 struct Settings {
@@ -243,8 +247,8 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
     switch (result.status) {
     case JobStatus::done:
         return exit_done;
-    case JobStatus::interrupted:
-        return exit_interrupted;
+    case JobStatus::stepped_aside:
+        return exit_stepped_aside;
     case JobStatus::detached:
         return exit_detached;
     case JobStatus::cancelled:
@@ -322,6 +326,18 @@ int prefill_command(const std::vector<std::string>& args) {
     target.identity = *identity;
     target.regions = regions_to_visit(geometry, *data);
     target.allocated_bytes = geometry.size_bytes - target.regions.total_bytes();
+    // A disk written is watched for others who open it: the job steps aside for
+    // them (docs/safety.md), and visits where they would start writing last.
+    std::optional<OpenWatch> opens;
+    if (geometry.is_block_device && s.job.mode != Mode::read) {
+        auto watch = OpenWatch::watch(s.path);
+        if (!watch)
+            return fail(exit_failed, watch.error().message);
+        opens.emplace(std::move(*watch));
+        target.opens = &*opens;
+        target.who_else = [disk = device->devnum()] { return someone_else(disk); };
+        target.last = where_writers_start(geometry.size_bytes);
+    }
 
     Console console(s.json);
     std::string note;

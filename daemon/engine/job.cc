@@ -181,9 +181,17 @@ ProgressSnapshot PrefillJob::run() {
     if (start(now)) {
         set_phase(Phase::running);
         std::vector<IoCompletion> completions;
+        m_source_tick = now;
         while (m_phase != Phase::ended) {
             now = Clock::now();
             take_commands(now);
+            if (m_source_tick && now >= *m_source_tick && m_phase != Phase::ending) {
+                auto next = m_source->tick(now);
+                if (!next)
+                    end(JobStatus::failed, next.error().message);
+                else
+                    m_source_tick = *next;
+            }
             if (m_phase == Phase::running || m_phase == Phase::checking)
                 issue(now);
             else
@@ -244,6 +252,12 @@ bool PrefillJob::start(Clock::time_point now) {
         if (auto idle = m_engine->set_idle_priority(); !idle)
             emit(EventLevel::warning, "cannot set the I/O priority class to idle (" +
                                           idle.error().message + "), ignoring");
+    // Someone at the disk already (they came before the watch of opens began).
+    if (m_target.who_else)
+        if (const auto who = m_target.who_else(); !who.empty()) {
+            end(JobStatus::stepped_aside, "the disk is open by " + who);
+            return false;
+        }
 
     if (!m_options.checkpoint_path.empty()) {
         const auto& path = m_options.checkpoint_path;
@@ -262,9 +276,19 @@ bool PrefillJob::start(Clock::time_point now) {
             m_previous = c;
         }
     }
-    m_queue.emplace(ChunkPlan(m_target.regions, m_options.chunk_bytes, m_done));
-    m_total_bytes = m_target.regions.total_bytes() + m_target.allocated_bytes;
-    m_resumed_bytes = m_queue->plan().done_bytes();
+    if (m_target.source) {
+        auto source = m_target.source(m_done, m_options.chunk_bytes);
+        if (!source) {
+            end(JobStatus::failed, source.error().message);
+            return false;
+        }
+        m_source = std::move(*source);
+    } else {
+        m_source = std::make_unique<ChunkQueue>(
+            ChunkPlan(m_target.regions, m_options.chunk_bytes, m_done, m_target.last));
+    }
+    m_total_bytes = m_source->total_bytes() + m_target.allocated_bytes;
+    m_resumed_bytes = m_source->resumed_bytes();
     if (m_resumed_bytes > 0)
         emit(EventLevel::info, "resuming from " + m_options.checkpoint_path + ": " +
                                    format_size(m_resumed_bytes) + " of " +
@@ -291,11 +315,14 @@ bool PrefillJob::start(Clock::time_point now) {
     if (const auto note = m_engine->register_buffers(iovecs); !note.empty())
         emit(EventLevel::info, note);
     m_slots.resize(depth);
-    if (auto watched = m_engine->watch(m_wake.get()); !watched) {
+    std::vector<int> wakers{m_wake.get()};
+    if (m_target.opens)
+        wakers.push_back(m_target.opens->fd());
+    if (auto watched = m_engine->watch(wakers); !watched) {
         end(JobStatus::failed, watched.error().message);
         return false;
     }
-    if (m_options.mode != Mode::read)
+    if (m_options.mode != Mode::read && m_target.foreign_writes_counted)
         m_base_sectors = m_probe.written_sectors();
     emit(EventLevel::info,
          std::string(to_string(m_options.mode)) + " mode, " + format_size(m_options.chunk_bytes) +
@@ -308,6 +335,9 @@ bool PrefillJob::start(Clock::time_point now) {
 }
 
 void PrefillJob::take_commands(Clock::time_point now) {
+    uint64_t woken;
+    while (::read(m_wake.get(), &woken, sizeof woken) > 0) {
+    }
     std::vector<JobCommand> commands;
     {
         std::lock_guard lock(m_command_mutex);
@@ -361,7 +391,7 @@ void PrefillJob::issue(Clock::time_point now) {
             continue;
         if (m_free_buffers.empty() || in_flight() >= m_depth_cap)
             break;
-        const Extent* next = m_queue->peek();
+        const Extent* next = m_source->peek();
         if (!next)
             break;
         const auto ready = m_bucket.ready_at(now, next->length);
@@ -372,7 +402,7 @@ void PrefillJob::issue(Clock::time_point now) {
         m_throttled_until.reset();
         m_bucket.take(now, next->length);
         slot.chunk = *next;
-        m_queue->take();
+        m_source->take();
         slot.buffer = m_free_buffers.back();
         m_free_buffers.pop_back();
         slot.attempts = 0;
@@ -478,17 +508,47 @@ void PrefillJob::read_done(Slot& slot, Clock::time_point now) {
 }
 
 // During a write check new writes wait, parked, until ours in flight are counted.
+// Before a write goes out, a look for others at the disk.
 void PrefillJob::start_write(Slot& slot, const Extent& run, Clock::time_point now) {
     slot.io = run;
     slot.transferred = 0;
     if (m_phase == Phase::checking)
         slot.stage = Slot::Stage::parked;
+    else if (others_arrived())
+        visit_again(slot);
     else
         submit(slot, IoOp::write, now);
 }
 
+// Someone besides the job at the disk: an open of its node by another process (not
+// a reader such as udev's probe), or a write the kernel counted that is not ours.
+// Then the job steps aside: no new write; those in flight finish (docs/safety.md).
+bool PrefillJob::others_arrived() {
+    if (m_phase == Phase::ending)
+        return true;
+    if (m_target.opens && m_target.opens->seen()) {
+        const auto who = m_target.who_else ? m_target.who_else() : "another process";
+        if (!who.empty()) {
+            end(JobStatus::stepped_aside, "the disk was opened by " + who);
+            return true;
+        }
+    }
+    if (m_base_sectors) {
+        const auto sectors = m_probe.written_sectors();
+        const uint64_t ours = (m_submitted_write_bytes + 511) / 512;
+        if (sectors && *sectors > *m_base_sectors + ours) {
+            end(JobStatus::stepped_aside,
+                "another writer wrote " + format_size((*sectors - *m_base_sectors - ours) * 512) +
+                    " to the disk");
+            return true;
+        }
+    }
+    return false;
+}
+
 void PrefillJob::finish_chunk(Slot& slot, Clock::time_point now) {
     release_buffer(slot);
+    m_source->visited(slot.chunk);
     m_pending.push_back(slot.chunk);
     m_visited_bytes += slot.chunk.length;
     m_window.add(now, slot.chunk.length);
@@ -504,7 +564,7 @@ void PrefillJob::release_buffer(Slot& slot) {
 
 void PrefillJob::visit_again(Slot& slot) {
     release_buffer(slot);
-    m_queue->again(slot.chunk);
+    m_source->again(slot.chunk);
     slot.stage = Slot::Stage::idle;
 }
 
@@ -518,9 +578,7 @@ void PrefillJob::abort_io(const std::string& reason) {
 }
 
 bool PrefillJob::giving_up() const {
-    return m_phase == Phase::ending &&
-           (m_end == JobStatus::failed || m_end == JobStatus::detached ||
-            m_end == JobStatus::interrupted);
+    return m_phase == Phase::ending && (m_end == JobStatus::failed || m_end == JobStatus::detached);
 }
 
 // A pausing or ending job starts no new I/O: chunks waiting for a retry or for a
@@ -532,7 +590,7 @@ void PrefillJob::abandon_held() {
 }
 
 bool PrefillJob::work_left() {
-    return !m_queue->empty() || std::any_of(m_slots.begin(), m_slots.end(), [](const Slot& s) {
+    return !m_source->exhausted() || std::any_of(m_slots.begin(), m_slots.end(), [](const Slot& s) {
         return s.stage == Slot::Stage::waiting || s.stage == Slot::Stage::parked;
     });
 }
@@ -551,8 +609,12 @@ void PrefillJob::finish_write_check(Clock::time_point now) {
         return; // it found a foreign write: ending
     set_phase(Phase::running);
     for (auto& slot : m_slots)
-        if (slot.stage == Slot::Stage::parked)
-            submit(slot, IoOp::write, now);
+        if (slot.stage == Slot::Stage::parked) {
+            if (others_arrived())
+                visit_again(slot);
+            else
+                submit(slot, IoOp::write, now);
+        }
 }
 
 void PrefillJob::io_error(Slot& slot, int err, Clock::time_point now) {
@@ -605,8 +667,10 @@ void PrefillJob::end(JobStatus as, std::string reason) {
     set_phase(Phase::ending);
     m_end = as;
     m_end_reason = std::move(reason);
-    if (as == JobStatus::failed || as == JobStatus::detached || as == JobStatus::interrupted)
+    if (as == JobStatus::failed || as == JobStatus::detached)
         emit(EventLevel::warning, std::string(to_string(as)) + ": " + m_end_reason);
+    else if (as == JobStatus::stepped_aside)
+        emit(EventLevel::info, "stepping aside: " + m_end_reason);
 }
 
 // Chunks count as done only once a flush covers them, so a checkpoint never runs
@@ -671,9 +735,8 @@ void PrefillJob::check_foreign_writes() {
     const uint64_t delta = *sectors - *m_base_sectors;
     const uint64_t ours = (m_submitted_write_bytes + 511) / 512;
     if (delta > ours)
-        end(JobStatus::interrupted,
-            "another writer wrote " + format_size((delta - ours) * 512) +
-                " to the disk; stopped at once, since read-check-write is only safe alone");
+        end(JobStatus::stepped_aside,
+            "another writer wrote " + format_size((delta - ours) * 512) + " to the disk");
 }
 
 std::optional<Clock::time_point> PrefillJob::deadline(Clock::time_point now) const {
@@ -685,6 +748,8 @@ std::optional<Clock::time_point> PrefillJob::deadline(Clock::time_point now) con
     for (const auto& slot : m_slots)
         if (slot.stage == Slot::Stage::waiting)
             deadline = std::min(deadline, slot.retry_at);
+    if (m_source_tick)
+        deadline = std::max(std::min(deadline, *m_source_tick), now);
     return deadline;
 }
 

@@ -31,6 +31,7 @@
 #include "engine/token_bucket.hh"
 #include "io/device.hh"
 #include "io/io_engine.hh"
+#include "io/open_watch.hh"
 
 namespace prewarmd {
 
@@ -55,7 +56,19 @@ struct JobTarget {
     Geometry geometry;
     std::string identity;
     RangeSet regions;             // to visit (regions_to_visit())
+    RangeSet last;                // of those, visited after the rest
     uint64_t allocated_bytes = 0; // outside the regions: a file's data, counted as skipped
+    // Where the chunks come from instead of the regions (a filesystem's free space),
+    // given what the checkpoint says is done already.
+    std::function<Result<std::unique_ptr<ChunkSource>>(const RangeSet& done, uint64_t chunk)>
+        source;
+    // The disk's own count of sectors written is the job's and nobody else's (a
+    // whole disk the job writes alone): a difference is a foreign write.
+    bool foreign_writes_counted = true;
+    // Opens of the disk by others: before each write the job looks, and when
+    // `who_else` names someone besides readers such as udev's probes, it steps aside.
+    OpenWatch* opens = nullptr;
+    std::function<std::string()> who_else;
 };
 
 enum class EventLevel { info, warning };
@@ -89,7 +102,7 @@ public:
     PrefillJob& operator=(const PrefillJob&) = delete;
 
     // Runs on the calling thread until the job ends (done, failed, detached,
-    // interrupted) or is stopped; returns the final snapshot. A pause, asked for or
+    // stepped aside) or is stopped; returns the final snapshot. A pause, asked for or
     // forced (ENOSPC: the backend is full), keeps it inside, waiting.
     ProgressSnapshot run();
     // Before run(), on the thread that runs it: the backend block a probe found.
@@ -124,6 +137,7 @@ private:
     void abort_io(const std::string& reason);
     bool giving_up() const;
     bool writing_allowed() const;
+    bool others_arrived();
     void maybe_flush(Clock::time_point now);
     void flushed(int64_t result);
     void save(bool complete);
@@ -157,10 +171,11 @@ private:
     std::vector<Slot> m_slots;
     size_t m_depth_cap = SIZE_MAX; // DepthCommand: the slots used at most
     std::vector<int> m_free_buffers;
-    std::optional<ChunkQueue> m_queue;
-    RangeSet m_done;                               // flushed: in the checkpoint
-    std::vector<Extent> m_pending;                 // completed, not yet flushed
-    std::optional<std::vector<Extent>> m_flushing; // completed before the fsync in flight
+    std::unique_ptr<ChunkSource> m_source;
+    std::optional<Clock::time_point> m_source_tick; // when the source wants to run
+    RangeSet m_done;                                // flushed: in the checkpoint
+    std::vector<Extent> m_pending;                  // completed, not yet flushed
+    std::optional<std::vector<Extent>> m_flushing;  // completed before the fsync in flight
     TokenBucket m_bucket;
     std::optional<Clock::time_point> m_throttled_until;
     Clock::time_point m_last_flush;

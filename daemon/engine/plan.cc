@@ -61,8 +61,10 @@ RangeSet regions_to_visit(const Geometry& g, const RangeSet& file_data) {
     return regions;
 }
 
-ChunkPlan::ChunkPlan(RangeSet regions, uint64_t chunk_bytes, RangeSet done)
+ChunkPlan::ChunkPlan(RangeSet regions, uint64_t chunk_bytes, RangeSet done, const RangeSet& last)
     : m_regions(std::move(regions)), m_chunk(chunk_bytes), m_done(std::move(done)) {
+    for (const auto& set : {m_regions.minus(last), m_regions.intersection(last)})
+        m_order.insert(m_order.end(), set.extents().begin(), set.extents().end());
     for (const auto& region : m_regions.extents())
         for (const auto& d : m_done.extents()) {
             const uint64_t begin = std::max(region.offset, d.offset);
@@ -70,12 +72,12 @@ ChunkPlan::ChunkPlan(RangeSet regions, uint64_t chunk_bytes, RangeSet done)
             if (begin < end)
                 m_done_bytes += end - begin;
         }
-    if (!m_regions.empty())
-        m_offset = m_regions.extents()[0].offset;
+    if (!m_order.empty())
+        m_offset = m_order[0].offset;
 }
 
 std::optional<Extent> ChunkPlan::next() {
-    const auto& regions = m_regions.extents();
+    const auto& regions = m_order;
     while (m_region < regions.size()) {
         const auto& region = regions[m_region];
         if (m_offset >= region.end()) {
@@ -104,6 +106,14 @@ const Extent* ChunkQueue::peek() {
         }
     }
     return m_next ? &*m_next : nullptr;
+}
+
+RangeSet where_writers_start(uint64_t size) {
+    constexpr uint64_t edge = 16ULL << 20;
+    RangeSet out;
+    out.add(0, std::min(edge, size));
+    out.add(size > edge ? size - edge : 0, size);
+    return out;
 }
 
 } // namespace prewarmd

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <vector>
 
+#include "base/clock.hh"
 #include "base/range_set.hh"
 #include "base/result.hh"
 #include "io/device.hh"
@@ -21,10 +23,11 @@ Result<uint64_t> choose_chunk_bytes(uint64_t requested, bool requested_explicitl
 
 // The chunks to visit, in order and computed as they are taken: the regions (the
 // whole device; a file's holes) cut at multiples of the chunk size, less the chunks
-// already done. A chunk partly done is visited again, whole.
+// already done; the parts of the regions in `last` after all the others. A chunk
+// partly done is visited again, whole.
 class ChunkPlan {
 public:
-    ChunkPlan(RangeSet regions, uint64_t chunk_bytes, RangeSet done);
+    ChunkPlan(RangeSet regions, uint64_t chunk_bytes, RangeSet done, const RangeSet& last = {});
     std::optional<Extent> next();
     uint64_t total_bytes() const { return m_regions.total_bytes(); }
     // Bytes of the regions that `done` covers: what a resumed job need not visit.
@@ -32,6 +35,7 @@ public:
 
 private:
     RangeSet m_regions;
+    std::vector<Extent> m_order; // the regions not in `last`, then those in it
     uint64_t m_chunk;
     RangeSet m_done;
     size_t m_region = 0;
@@ -39,17 +43,41 @@ private:
     uint64_t m_done_bytes = 0;
 };
 
-// What a job visits next: chunks to visit again first (put back after a pause or an
-// error, most recent first), then the plan's. peek() looks without taking, so a
-// chunk can wait for the throttle.
-class ChunkQueue {
+// Where a job's chunks come from, in order: a disk's regions (ChunkQueue), or a
+// filesystem's free space as it is claimed (engine/fs_source.hh). peek() looks
+// without taking, so a chunk can wait for the throttle.
+class ChunkSource {
+public:
+    virtual ~ChunkSource() = default;
+    // The next chunk, or nullptr when none is there now.
+    virtual const Extent* peek() = 0;
+    virtual void take() = 0;
+    // To visit again, first (put back after a pause or an error).
+    virtual void again(const Extent& chunk) = 0;
+    // Its reads and writes are done.
+    virtual void visited(const Extent&) {}
+    // No chunk now, and none will come.
+    virtual bool exhausted() = 0;
+    virtual uint64_t total_bytes() const = 0;
+    virtual uint64_t resumed_bytes() const = 0; // visited in an earlier run
+    // Its own work, on the job's thread: when it next wants to run (nullopt: no
+    // time of its own). An error ends the job.
+    virtual Result<std::optional<Clock::time_point>> tick(Clock::time_point now) {
+        (void)now;
+        return std::optional<Clock::time_point>();
+    }
+};
+
+// A disk's regions: chunks to visit again first (most recent first), then the plan's.
+class ChunkQueue final : public ChunkSource {
 public:
     explicit ChunkQueue(ChunkPlan plan) : m_plan(std::move(plan)) {}
-    const Extent* peek();
-    void take() { m_next.reset(); }
-    void again(const Extent& chunk) { m_again.push_front(chunk); }
-    bool empty() { return peek() == nullptr; }
-    const ChunkPlan& plan() const { return m_plan; }
+    const Extent* peek() override;
+    void take() override { m_next.reset(); }
+    void again(const Extent& chunk) override { m_again.push_front(chunk); }
+    bool exhausted() override { return peek() == nullptr; }
+    uint64_t total_bytes() const override { return m_plan.total_bytes(); }
+    uint64_t resumed_bytes() const override { return m_plan.done_bytes(); }
 
 private:
     ChunkPlan m_plan;
@@ -61,5 +89,9 @@ private:
 // The regions a job visits: a block device whole; a file's holes, trimmed to the
 // direct I/O alignment (its data is allocated already).
 RangeSet regions_to_visit(const Geometry& geometry, const RangeSet& file_data);
+
+// The first and last 16 MiB of a disk, where other writers start (partition
+// tables, superblocks, dd from offset 0): visited last.
+RangeSet where_writers_start(uint64_t size);
 
 } // namespace prewarmd

@@ -22,8 +22,8 @@ std::string_view to_string(JobStatus status) {
         return "released";
     case JobStatus::detached:
         return "detached";
-    case JobStatus::interrupted:
-        return "interrupted";
+    case JobStatus::stepped_aside:
+        return "stepped-aside";
     }
     return "unknown";
 }

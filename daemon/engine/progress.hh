@@ -16,7 +16,8 @@ namespace prewarmd {
 
 // Where a job stands, as its snapshot says: not started yet, at work, paused (asked
 // to, or because the backend is full), or how it ended. A job stopped from outside
-// ends as its stopper says (cancelled, released, detached).
+// ends as its stopper says (cancelled, released, detached); one that stepped aside
+// for another user of the disk ends `stepped_aside`, to go on once it is quiet.
 enum class JobStatus {
     queued,
     running,
@@ -26,7 +27,7 @@ enum class JobStatus {
     cancelled,
     released,
     detached,
-    interrupted
+    stepped_aside,
 };
 std::string_view to_string(JobStatus status);
 bool is_end(JobStatus status);

@@ -43,7 +43,8 @@ Result<Device> Device::open(const std::string& path, Access access) {
     if (!block && !S_ISREG(st.st_mode))
         return Error{-EINVAL, path + " is neither a block device nor a regular file"};
 
-    int flags = O_DIRECT | O_CLOEXEC | (access == Access::write ? O_RDWR : O_RDONLY);
+    const bool writes = access != Access::read;
+    int flags = O_DIRECT | O_CLOEXEC | (writes ? O_RDWR : O_RDONLY);
     if (block && access == Access::write)
         flags |= O_EXCL;
     dev.m_fd.reset(::open(path.c_str(), flags));
@@ -55,7 +56,7 @@ Result<Device> Device::open(const std::string& path, Access access) {
 
     auto& g = dev.m_geometry;
     g.is_block_device = block;
-    if (block && access == Access::write) {
+    if (block && writes) {
         // Newer kernels open a read-only disk for writing and fail each write instead.
         int read_only = 0;
         if (::ioctl(dev.m_fd.get(), BLKROGET, &read_only) == 0 && read_only)

@@ -38,10 +38,10 @@ public:
 
 class Device final : public DeviceProbe {
 public:
-    enum class Access { read, write };
-
-    // Write access opens a block device O_EXCL: not while mounted, used as swap or
-    // held by another kernel user or exclusive opener.
+    // write: a block device opened O_EXCL (not while mounted, used as swap or held
+    // by another kernel user or exclusive opener: mkfs and mount then wait);
+    // shared_write: without, so that they do not (the job steps aside for them).
+    enum class Access { read, write, shared_write };
     static Result<Device> open(const std::string& path, Access access);
 
     int fd() const { return m_fd.get(); }

@@ -44,8 +44,9 @@ public:
     // Gives the engine's I/O the priority class idle; call on the thread that will
     // queue. Fails with the kernel's errno.
     virtual Result<void> set_idle_priority() = 0;
-    // Makes reap() return early when `fd` (an eventfd) becomes readable.
-    virtual Result<void> watch(int fd) = 0;
+    // Makes reap() return early whenever one of `fds` is readable (the caller reads
+    // them: the job's wake-up eventfd, the watch of others' opens).
+    virtual Result<void> watch(std::vector<int> fds) = 0;
     // Queues one request; synchronous engines do it here.
     virtual Result<void> queue(const IoRequest& request) = 0;
     // Hands the queued requests to the kernel.

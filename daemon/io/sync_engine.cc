@@ -19,8 +19,8 @@ Result<void> SyncEngine::set_idle_priority() {
     return {};
 }
 
-Result<void> SyncEngine::watch(int fd) {
-    m_watch_fd = fd;
+Result<void> SyncEngine::watch(std::vector<int> fds) {
+    m_watch_fds = std::move(fds);
     return {};
 }
 
@@ -55,15 +55,11 @@ Result<void> SyncEngine::reap(std::vector<IoCompletion>& out,
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
         timeout_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
     }
-    pollfd pfd{m_watch_fd, POLLIN, 0};
-    const int n = ::poll(&pfd, m_watch_fd >= 0 ? 1 : 0, timeout_ms);
-    if (n < 0 && errno != EINTR)
+    std::vector<pollfd> pfds;
+    for (const int fd : m_watch_fds)
+        pfds.push_back({fd, POLLIN, 0});
+    if (::poll(pfds.data(), pfds.size(), timeout_ms) < 0 && errno != EINTR)
         return errno_error("poll");
-    if (n > 0 && (pfd.revents & POLLIN)) {
-        uint64_t ignored;
-        while (::read(m_watch_fd, &ignored, sizeof ignored) < 0 && errno == EINTR) {
-        }
-    }
     return {};
 }
 

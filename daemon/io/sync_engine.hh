@@ -11,7 +11,7 @@ public:
     std::string name() const override { return "pread/pwrite"; }
     std::string register_buffers(std::span<const iovec>) override { return ""; }
     Result<void> set_idle_priority() override;
-    Result<void> watch(int fd) override;
+    Result<void> watch(std::vector<int> fds) override;
     Result<void> queue(const IoRequest& request) override;
     Result<void> commit() override { return {}; }
     Result<void> reap(std::vector<IoCompletion>& out,
@@ -19,7 +19,7 @@ public:
 
 private:
     int m_fd;
-    int m_watch_fd = -1;
+    std::vector<int> m_watch_fds;
     std::vector<IoCompletion> m_done;
 };
 

@@ -79,12 +79,12 @@ Result<io_uring_sqe*> UringEngine::next_sqe() {
     return sqe;
 }
 
-Result<void> UringEngine::arm_watch() {
+Result<void> UringEngine::arm_watch(size_t index) {
     auto sqe = next_sqe();
     if (!sqe)
         return sqe.error();
-    io_uring_prep_poll_add(*sqe, m_watch_fd, POLLIN);
-    io_uring_sqe_set_data64(*sqe, watch_tag);
+    io_uring_prep_poll_add(*sqe, m_watch_fds[index], POLLIN);
+    io_uring_sqe_set_data64(*sqe, watch_tag + index);
     return {};
 }
 
@@ -94,9 +94,12 @@ Result<void> UringEngine::set_idle_priority() {
     return {};
 }
 
-Result<void> UringEngine::watch(int fd) {
-    m_watch_fd = fd;
-    return arm_watch();
+Result<void> UringEngine::watch(std::vector<int> fds) {
+    m_watch_fds = std::move(fds);
+    for (size_t i = 0; i < m_watch_fds.size(); ++i)
+        if (auto armed = arm_watch(i); !armed)
+            return armed;
+    return {};
 }
 
 Result<void> UringEngine::queue(const IoRequest& r) {
@@ -152,27 +155,24 @@ Result<void> UringEngine::reap(std::vector<IoCompletion>& out,
         if (r < 0)
             return Error{r, std::string("io_uring wait: ") + std::strerror(-r)};
     }
-    bool rearm = false;
+    std::vector<size_t> rearm;
     unsigned head;
     unsigned seen = 0;
     io_uring_for_each_cqe(&m_ring, head, cqe) {
         ++seen;
         const uint64_t tag = io_uring_cqe_get_data64(cqe);
-        if (tag == watch_tag) {
-            uint64_t ignored;
-            while (::read(m_watch_fd, &ignored, sizeof ignored) < 0 && errno == EINTR) {
-            }
-            rearm = true;
+        if (tag >= watch_tag && tag - watch_tag < m_watch_fds.size()) {
+            rearm.push_back(tag - watch_tag); // readable: its owner reads it
             continue;
         }
         out.push_back({tag, cqe->res});
     }
     io_uring_cq_advance(&m_ring, seen);
-    if (rearm) {
-        if (auto armed = arm_watch(); !armed)
+    for (const auto index : rearm)
+        if (auto armed = arm_watch(index); !armed)
             return armed.error();
+    if (!rearm.empty())
         return commit();
-    }
     return {};
 }
 

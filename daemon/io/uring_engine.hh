@@ -4,6 +4,8 @@
 
 #include <liburing.h>
 
+#include <vector>
+
 #include "io/io_engine.hh"
 
 namespace prewarmd {
@@ -19,7 +21,7 @@ public:
     std::string name() const override;
     std::string register_buffers(std::span<const iovec> buffers) override;
     Result<void> set_idle_priority() override;
-    Result<void> watch(int fd) override;
+    Result<void> watch(std::vector<int> fds) override;
     Result<void> queue(const IoRequest& request) override;
     Result<void> commit() override;
     Result<void> reap(std::vector<IoCompletion>& out,
@@ -28,12 +30,13 @@ public:
 private:
     explicit UringEngine(int fd) : m_fd(fd) {}
     Result<io_uring_sqe*> next_sqe();
-    Result<void> arm_watch();
+    Result<void> arm_watch(size_t index);
 
-    static constexpr uint64_t watch_tag = ~uint64_t{0};
+    // Tags of the watches' polls: this and up (a job's own tags stay far below).
+    static constexpr uint64_t watch_tag = uint64_t{1} << 62;
     io_uring m_ring{};
     int m_fd;
-    int m_watch_fd = -1;
+    std::vector<int> m_watch_fds;
     bool m_registered = false;
     uint16_t m_ioprio = 0; // 0: the submitting thread's
 };

@@ -38,10 +38,15 @@ Result<void> read_fully(int fd, unsigned char* buffer, size_t bytes, uint64_t of
     return {};
 }
 
-// Reads 4 KiB and writes the same bytes back; the write's time, in seconds.
-Result<double> timed_rewrite(int fd, unsigned char* buffer, uint64_t offset) {
+// Reads 4 KiB and writes the same bytes back; the write's time, in seconds. Not
+// when someone else is at the disk.
+Result<double> timed_rewrite(int fd, unsigned char* buffer, uint64_t offset,
+                             const SomeoneElse& someone_else) {
     if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
         return r.error();
+    if (someone_else)
+        if (const auto who = someone_else(); !who.empty())
+            return Error{-EBUSY, "stopped: the disk was opened by " + who};
     const auto start = Clock::now();
     const ssize_t n = ::pwrite(fd, buffer, probe_io_bytes, static_cast<off_t>(offset));
     const auto took = std::chrono::duration<double>(Clock::now() - start).count();
@@ -161,7 +166,7 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     std::vector<uint64_t> estimates;
     const auto offsets = cold_offsets(g.size_bytes, out.strides);
     for (size_t i = 0; i < offsets.size(); ++i) {
-        auto first = timed_rewrite(fd, buffer->get(), offsets[i]);
+        auto first = timed_rewrite(fd, buffer->get(), offsets[i], options.someone_else);
         if (!first)
             return first.error();
         cold.push_back(*first);
@@ -169,12 +174,12 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
             continue;
         std::vector<double> at_distance;
         for (uint64_t d = min_granularity; d < max_granularity; d *= 2) {
-            auto t = timed_rewrite(fd, buffer->get(), offsets[i] + d);
+            auto t = timed_rewrite(fd, buffer->get(), offsets[i] + d, options.someone_else);
             if (!t)
                 return t.error();
             at_distance.push_back(*t);
         }
-        auto again = timed_rewrite(fd, buffer->get(), offsets[i]);
+        auto again = timed_rewrite(fd, buffer->get(), offsets[i], options.someone_else);
         if (!again)
             return again.error();
         rewrite.push_back(*again);
@@ -200,7 +205,8 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     return out;
 }
 
-Result<WarmProbe> probe_warm(const Device& device, unsigned strides) {
+Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
+                             const SomeoneElse& someone_else) {
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();
@@ -209,10 +215,10 @@ Result<WarmProbe> probe_warm(const Device& device, unsigned strides) {
     const auto references = cold_offsets(size, strides);
     std::vector<double> warm, reference, ratios;
     for (size_t i = 0; i < places.size(); ++i) {
-        auto r = timed_rewrite(device.fd(), buffer->get(), references[i]);
+        auto r = timed_rewrite(device.fd(), buffer->get(), references[i], someone_else);
         if (!r)
             return r.error();
-        auto t = timed_rewrite(device.fd(), buffer->get(), places[i]);
+        auto t = timed_rewrite(device.fd(), buffer->get(), places[i], someone_else);
         if (!t)
             return t.error();
         reference.push_back(*r);

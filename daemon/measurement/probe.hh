@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,10 +33,15 @@ struct ProbeLatency {
     unsigned samples = 0;
 };
 
+// Before each write the probe asks this; a name ("mkfs.ext4 (pid 812)") stops it
+// with -EBUSY: someone else is at a disk it shares.
+using SomeoneElse = std::function<std::string()>;
+
 struct ProbeOptions {
     unsigned samples = 16;                  // K; fewer on a small disk
     uint64_t zero_read_bytes = 64ULL << 20; // never-written space read to time reads
     unsigned calibration_regions = 8;       // strides also used to find the granularity
+    SomeoneElse someone_else;               // none: the disk is the probe's alone
 };
 
 struct ColdProbe {
@@ -68,7 +74,8 @@ struct WarmProbe {
 };
 
 Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options);
-Result<WarmProbe> probe_warm(const Device& device, unsigned strides);
+Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
+                             const SomeoneElse& someone_else = {});
 
 // The granularity from one region's write times: the cold reference (the region's
 // first write), the warm reference (the same place again), and the times of writes

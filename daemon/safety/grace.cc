@@ -4,6 +4,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "base/sysfs.hh"
@@ -32,6 +33,18 @@ Result<void> AttachGrace::watch(const std::string& key, const std::string& devno
     return {};
 }
 
+Result<void> AttachGrace::watch_until_quiet(const std::string& key, const std::string& devnode,
+                                            dev_t devnum, std::chrono::milliseconds quiet) {
+    forget(key);
+    const int wd = ::inotify_add_watch(m_inotify.get(), devnode.c_str(), IN_OPEN | IN_CLOSE_WRITE);
+    if (wd < 0)
+        return errno_error("watch " + devnode);
+    const auto now = Clock::now();
+    m_watched[wd] = {key, devnode, devnum, wd, now, now + quiet, sectors_written(devnum),
+                     {},  quiet};
+    return {};
+}
+
 void AttachGrace::forget(const std::string& key) {
     for (auto it = m_watched.begin(); it != m_watched.end(); ++it)
         if (it->second.key == key) {
@@ -54,6 +67,10 @@ void AttachGrace::on_readable() {
             if (it == m_watched.end() || !it->second.in_use.empty())
                 continue;
             auto& w = it->second;
+            if (w.quiet) { // used again: the wait starts over
+                w.until = Clock::now() + *w.quiet;
+                continue;
+            }
             if (event->mask & IN_CLOSE_WRITE) {
                 // udev only reads: whoever opened it to write is someone else.
                 w.in_use = "opened for writing by another process";
@@ -72,6 +89,18 @@ std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point no
             ++it;
             continue;
         }
+        if (w.quiet) {
+            // Still held, or written meanwhile: not quiet yet.
+            const auto written = sectors_written(w.devnum);
+            const auto openers = find_openers({w.devnum});
+            const bool held = !std::all_of(openers.begin(), openers.end(), is_udev_worker);
+            if (held || (written && w.sectors_written && *written != *w.sectors_written)) {
+                w.sectors_written = written;
+                w.until = now + *w.quiet;
+                ++it;
+                continue;
+            }
+        }
         if (w.in_use.empty()) {
             const auto after = sectors_written(w.devnum);
             if (after && w.sectors_written && *after > *w.sectors_written)
@@ -79,9 +108,12 @@ std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point no
                            std::to_string((*after - *w.sectors_written) * 512) + " bytes)";
         }
         const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - w.started);
-        decided.push_back(
-            {w.key, !w.in_use.empty(),
-             w.in_use.empty() ? "quiet for " + std::to_string(seconds.count()) + " s" : w.in_use});
+        const auto quiet_for =
+            w.quiet ? std::chrono::duration_cast<std::chrono::seconds>(*w.quiet) : seconds;
+        decided.push_back({w.key, !w.in_use.empty(),
+                           w.in_use.empty()
+                               ? "quiet for " + std::to_string(quiet_for.count()) + " s"
+                               : w.in_use});
         ::inotify_rm_watch(m_inotify.get(), it->first);
         it = m_watched.erase(it);
     }

@@ -33,6 +33,10 @@ public:
     // Starts watching `devnode` (the disk with `devnum`) until `until`.
     Result<void> watch(const std::string& key, const std::string& devnode, dev_t devnum,
                        Clock::time_point until);
+    // Watches it until nobody has opened, held or written it for `quiet`; its one
+    // outcome says so (never in use: each use starts the wait over).
+    Result<void> watch_until_quiet(const std::string& key, const std::string& devnode, dev_t devnum,
+                                   std::chrono::milliseconds quiet);
     void forget(const std::string& key);
     void on_readable();
     // The disks whose grace ended by `now`, each decided once; a disk seen in use
@@ -50,6 +54,8 @@ private:
         Clock::time_point until;
         std::optional<uint64_t> sectors_written;
         std::string in_use; // why, once seen
+        // until_quiet: a use moves `until` on by this much, instead of deciding.
+        std::optional<std::chrono::milliseconds> quiet;
     };
     static void check_openers(Watched& w);
 

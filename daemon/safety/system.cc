@@ -204,4 +204,11 @@ bool is_udev_worker(const Opener& opener) {
     return opener.comm == "systemd-udevd" || opener.comm == "(udev-worker)";
 }
 
+std::string someone_else(dev_t disk) {
+    for (const auto& opener : find_openers({disk}))
+        if (!is_udev_worker(opener))
+            return opener.text();
+    return {};
+}
+
 } // namespace prewarmd

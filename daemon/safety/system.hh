@@ -64,5 +64,8 @@ struct Opener {
 std::vector<Opener> find_openers(const std::set<dev_t>& devices);
 // udev's own workers, which open a disk to probe it.
 bool is_udev_worker(const Opener& opener);
+// Who besides this process has `disk` open, but for udev's workers: "mkfs.ext4
+// (pid 812)", or "" for nobody.
+std::string someone_else(dev_t disk);
 
 } // namespace prewarmd

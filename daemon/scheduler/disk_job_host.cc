@@ -14,24 +14,29 @@
 #include "engine/checkpoint.hh"
 #include "engine/plan.hh"
 #include "io/device.hh"
+#include "io/open_watch.hh"
 #include "measurement/probe.hh"
+#include "safety/system.hh"
 
 namespace prewarmd {
 namespace {
 
 // A PrefillJob on its own thread, with the disk it holds open; the probes around
-// it on the same thread, under the same exclusive open.
+// it on the same thread, under the same open. On a disk it shares, the job and the
+// probes step aside when someone else opens it.
 class ThreadJob final : public RunningJob {
 public:
-    ThreadJob(Device device, const JobSpec& spec, JobTarget target,
+    ThreadJob(Device device, std::optional<OpenWatch> opens, const JobSpec& spec, JobTarget target,
               std::unique_ptr<IoEngine> engine, EventSink events, std::function<void()> on_finished)
-        : m_device(std::move(device)), m_events(events), m_probe(spec.probe_before),
-          m_job(spec.options, std::move(target), std::move(engine), m_device, std::move(events)),
+        : m_device(std::move(device)), m_opens(std::move(opens)), m_events(events),
+          m_probe(spec.probe_before), m_job(spec.options, watched(std::move(target)),
+                                            std::move(engine), m_device, std::move(events)),
           m_thread([this, spec, done = std::move(on_finished)] {
-              probe_before(spec);
-              m_final = m_job.run();
-              if (m_final.status == JobStatus::done)
-                  probe_after(spec);
+              if (probe_before(spec)) {
+                  m_final = m_job.run();
+                  if (m_final.status == JobStatus::done)
+                      probe_after(spec);
+              }
               m_finished = true;
               done();
           }) {}
@@ -56,14 +61,41 @@ public:
     }
 
 private:
+    // The job's target, with the watch of others' opens where the disk is shared.
+    JobTarget watched(JobTarget target) {
+        if (m_opens) {
+            target.opens = &*m_opens;
+            target.who_else = [disk = m_device.devnum()] { return someone_else(disk); };
+        }
+        return target;
+    }
+
+    // Whether someone else has come since the last look (the probe's question).
+    std::string arrived() {
+        return m_opens && m_opens->seen() ? someone_else(m_device.devnum()) : std::string();
+    }
+
     // A job from nothing gets a cold probe (a resumed one has written already);
-    // with backend_block = "auto", its granularity becomes the backend block.
-    void probe_before(const JobSpec& spec) {
+    // with backend_block = "auto", its granularity becomes the backend block. False
+    // when someone else came meanwhile: the job steps aside before it starts.
+    bool probe_before(const JobSpec& spec) {
         const bool writes = spec.options.mode != Mode::read;
         const auto checkpoint = load_checkpoint(spec.options.checkpoint_path);
         const bool fresh = !m_probe.cold && !(checkpoint && *checkpoint);
         if (spec.probe && writes && fresh) {
-            auto cold = probe_cold(m_device, ProbeOptions{});
+            if (const auto who = m_opens ? someone_else(m_device.devnum()) : std::string();
+                !who.empty()) {
+                step_aside("the disk is open by " + who);
+                return false;
+            }
+            ProbeOptions options;
+            if (m_opens)
+                options.someone_else = [this] { return arrived(); };
+            auto cold = probe_cold(m_device, options);
+            if (!cold && cold.error().err == -EBUSY) {
+                step_aside(cold.error().message.substr(std::string("stopped: ").size()));
+                return false;
+            }
             if (!cold) {
                 m_events(EventLevel::warning, "probe: " + cold.error().message + ": not probed");
             } else {
@@ -88,13 +120,21 @@ private:
                                                 ? " (as probed)"
                                                 : " (the probe could not tell)"));
         }
+        return true;
+    }
+
+    void step_aside(std::string why) {
+        m_final.status = JobStatus::stepped_aside;
+        m_final.reason = std::move(why);
+        m_events(EventLevel::info, "stepping aside before the job: " + m_final.reason);
     }
 
     // Done: the warm places, and whether the warming stuck.
     void probe_after(const JobSpec& spec) {
         if (!spec.probe || !m_probe.cold)
             return;
-        auto warm = probe_warm(m_device, m_probe.cold->strides);
+        auto warm = probe_warm(m_device, m_probe.cold->strides,
+                               m_opens ? SomeoneElse([this] { return arrived(); }) : SomeoneElse());
         if (!warm) {
             m_events(EventLevel::warning, "probe after: " + warm.error().message);
             return;
@@ -112,7 +152,8 @@ private:
         m_probe.warm = *warm;
     }
 
-    Device m_device; // closed when the job is gone: the exclusive open ends with it
+    Device m_device; // closed when the job is gone, and its exclusive open (if any) with it
+    std::optional<OpenWatch> m_opens;
     EventSink m_events;
     mutable std::mutex m_probe_mutex;
     ProbeFigures m_probe;
@@ -145,10 +186,21 @@ ProtectedDisks DiskJobHost::protected_disks() {
 
 Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, const JobSpec& spec,
                                                        std::function<void()> on_finished) {
+    // A job asked for keeps the disk to itself; one taken up by itself shares it, and
+    // steps aside for whoever comes (docs/safety.md).
     const bool writes = spec.options.mode != Mode::read;
-    auto device = Device::open(disk.devnode, writes ? Device::Access::write : Device::Access::read);
+    auto device = Device::open(disk.devnode, !writes          ? Device::Access::read
+                                             : spec.requested ? Device::Access::write
+                                                              : Device::Access::shared_write);
     if (!device)
         return device.error();
+    std::optional<OpenWatch> opens;
+    if (writes) {
+        auto watch = OpenWatch::watch(disk.devnode);
+        if (!watch)
+            return watch.error();
+        opens.emplace(std::move(*watch));
+    }
     // The decision was about the disk of a udev event; this must be that disk.
     if (disk.diskseq && device->diskseq() && disk.diskseq != device->diskseq())
         return Error{-ESTALE, disk.devnode + " is another disk now (sequence number " +
@@ -178,12 +230,13 @@ Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, con
     target.geometry = device->geometry();
     target.identity = spec.identity;
     target.regions.add(0, target.geometry.size_bytes);
+    target.last = where_writers_start(target.geometry.size_bytes);
     auto log = m_log;
     const auto identity = spec.identity;
     JobSpec run = spec;
     run.options = options;
     return std::unique_ptr<RunningJob>(new ThreadJob(
-        std::move(*device), run, std::move(target), std::move(*engine),
+        std::move(*device), std::move(opens), run, std::move(target), std::move(*engine),
         [log, identity](EventLevel level, const std::string& message) {
             log(level == EventLevel::warning, identity + ": " + message);
         },

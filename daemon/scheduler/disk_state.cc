@@ -25,16 +25,15 @@ const Transitions table[] = {
       S::detached}},
     {S::running,
      {S::discovered, S::skipped, S::waiting, S::queued, S::paused, S::done, S::failed, S::cancelled,
-      S::released, S::detached, S::interrupted}},
+      S::released, S::detached}},
     {S::paused,
-     {S::waiting, S::queued, S::running, S::done, S::failed, S::cancelled, S::released, S::detached,
-      S::interrupted}},
+     {S::waiting, S::queued, S::running, S::done, S::failed, S::cancelled, S::released,
+      S::detached}},
     {S::done, {}},
     {S::failed, {S::waiting, S::queued, S::cancelled}},
     {S::cancelled, {S::waiting, S::queued}},
     {S::released, {S::waiting, S::queued, S::cancelled}},
     {S::detached, {S::discovered, S::skipped, S::waiting, S::queued, S::cancelled}},
-    {S::interrupted, {S::waiting, S::queued, S::cancelled}},
 };
 
 } // namespace
@@ -63,8 +62,6 @@ std::string_view to_string(DiskState state) {
         return "released";
     case S::detached:
         return "detached";
-    case S::interrupted:
-        return "interrupted";
     }
     return "unknown";
 }
@@ -99,10 +96,10 @@ DiskState state_after(JobStatus end) {
         return S::released;
     case JobStatus::detached:
         return S::detached;
-    case JobStatus::interrupted:
-        return S::interrupted;
     case JobStatus::paused:
         return S::paused;
+    case JobStatus::stepped_aside:
+        return S::waiting;
     case JobStatus::running:
     case JobStatus::queued:
     case JobStatus::failed:

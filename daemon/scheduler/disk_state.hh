@@ -2,7 +2,8 @@
 // it may go through: one table, which Scheduler::set_state checks.
 //
 //   discovered -> skipped (why) | waiting (attach grace, boot) -> queued -> running
-//   running <-> paused -> done | failed | cancelled | released | interrupted
+//   running <-> paused -> done | failed | cancelled | released
+//   running -> waiting: the job stepped aside for another user of the disk
 //   detached: the disk went away mid-job (resumes if the same disk returns)
 #pragma once
 
@@ -25,9 +26,8 @@ enum class DiskState {
     cancelled,
     released,
     detached,
-    interrupted,
 };
-inline constexpr DiskState last_disk_state = DiskState::interrupted;
+inline constexpr DiskState last_disk_state = DiskState::detached;
 
 std::string_view to_string(DiskState state);
 std::optional<DiskState> parse_disk_state(std::string_view name);

@@ -41,7 +41,8 @@ struct Scheduler::Entry {
     bool requested = false;
     StartRequest asked;
     bool grace_watched = false;
-    uint64_t order = 0; // in the queue
+    bool quiet_watched = false; // its job stepped aside: waits until the disk is quiet
+    uint64_t order = 0;         // in the queue
     std::unique_ptr<RunningJob> job;
     std::optional<Stopping> stopping; // set while the scheduler stops the job
     ProgressSnapshot last;
@@ -167,8 +168,7 @@ void Scheduler::set_state(Entry& e, DiskState state, std::string reason) {
                 std::string(to_string(state)) + " (" + reason + "), ignoring");
         return;
     }
-    const bool warning = state == DiskState::failed || state == DiskState::interrupted ||
-                         state == DiskState::detached;
+    const bool warning = state == DiskState::failed || state == DiskState::detached;
     const std::string change = std::string(to_string(e.state)) + " -> " +
                                std::string(to_string(state)) +
                                (reason.empty() ? "" : ": " + reason);
@@ -220,7 +220,7 @@ void Scheduler::enter_paused(Entry& e, std::string reason) {
     set_state(e, DiskState::paused, std::move(reason));
 }
 
-// done, failed, cancelled, released, detached, interrupted.
+// done, failed, cancelled, released, detached.
 void Scheduler::enter_end(Entry& e, DiskState state, std::string reason) {
     set_state(e, state, std::move(reason));
     if (state == DiskState::done)
@@ -237,6 +237,10 @@ void Scheduler::job_ended(Entry& e) {
     e.probe = e.job->probe();
     e.job.reset(); // closes the disk
     const auto stopping = std::exchange(e.stopping, std::nullopt);
+    if (e.last.status == JobStatus::stepped_aside && !m_shutting_down && e.attached) {
+        step_aside(e);
+        return;
+    }
     if (!stopping || e.last.status != stopping->as()) { // it ended by itself
         enter_end(e, state_after(e.last.status), e.last.reason);
         return;
@@ -257,6 +261,17 @@ void Scheduler::job_ended(Entry& e) {
         save(e); // as it was: resumed at the next start
         return;
     }
+}
+
+// Someone else is at the disk: the job has let go of it, and the disk waits until
+// it has been quiet for the grace (no open, no write), to be judged again then.
+void Scheduler::step_aside(Entry& e) {
+    enter_waiting(e, "stepped aside: " + e.last.reason + "; goes on once the disk is quiet for " +
+                         std::to_string(m_config.attach_grace.count() / 1000) + " s");
+    e.grace_watched = true;
+    e.quiet_watched = true;
+    if (m_hooks.watch_quiet)
+        m_hooks.watch_quiet(e.identity, e.disk);
 }
 
 // Tells the job to stop; a stop under way is not replaced (a cancel stays a cancel
@@ -310,7 +325,6 @@ void Scheduler::decide(Entry& e) {
         case DiskState::cancelled:
         case DiskState::released:
         case DiskState::failed:
-        case DiskState::interrupted:
             log(false, e,
                 "attached; " + std::string(to_string(e.state)) + " before" +
                     (e.reason.empty() ? "" : " (" + e.reason + ")"));
@@ -363,6 +377,23 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
     e->grace_watched = false;
     if (e->state != DiskState::waiting)
         return;
+    if (std::exchange(e->quiet_watched, false)) {
+        // Quiet again after a job stepped aside: what is it now? A disk someone
+        // formatted meanwhile is theirs (its filesystem is warmed once mounted).
+        log(false, *e, why);
+        e->look = m_host.look(e->disk);
+        if (e->look.verdict == Verdict::refused ||
+            (e->look.verdict == Verdict::needs_request && !e->requested)) {
+            enter_skipped(*e, std::string(e->look.verdict == Verdict::refused
+                                              ? "refused: "
+                                              : "holds data now, warmed only when asked: ") +
+                                  e->look.reasons_text());
+            return;
+        }
+        enter_ready(*e);
+        schedule();
+        return;
+    }
     if (in_use) {
         enter_skipped(*e, "in use during the attach grace: " + why);
         return;
@@ -549,6 +580,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     if (e->grace_watched && m_hooks.forget_grace)
         m_hooks.forget_grace(e->identity);
     e->grace_watched = false;
+    e->quiet_watched = false;
     enter_ready(*e);
     schedule();
     return {};
@@ -764,6 +796,8 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.first_seen_unix = e->first_seen_unix;
     v.state_since_unix = e->state_since_unix;
     v.progress = e->job ? e->job->snapshot() : e->last;
+    // A job asked for holds the disk to itself once it runs (DiskJobHost::start).
+    v.exclusive = e->requested && (e->job || e->state == DiskState::queued);
     v.probe = e->job ? e->job->probe() : e->probe;
     if (e->job && m_pressure < 1)
         v.adaptive = m_pressure_why;

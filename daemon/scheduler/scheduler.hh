@@ -39,7 +39,8 @@ struct DiskView {
     DiskFacts facts;
     bool requested = false;
     ProgressSnapshot progress;
-    std::string adaptive; // while its job is held or backed off: how and why
+    bool exclusive = false; // its job holds the disk to itself (O_EXCL): asked for
+    std::string adaptive;   // while its job is held or backed off: how and why
     ProbeFigures probe;
     int64_t first_seen_unix = 0; // this run
     int64_t state_since_unix = 0;
@@ -77,6 +78,9 @@ public:
     struct Hooks {
         // Watch this disk for the attach grace; on_grace() gives the outcome.
         std::function<void(const std::string& identity, const DiskInfo& disk)> watch_grace;
+        // Watch it until nobody has used it for the grace (after a job stepped
+        // aside); on_grace() says when.
+        std::function<void(const std::string& identity, const DiskInfo& disk)> watch_quiet;
         std::function<void(const std::string& identity)> forget_grace;
         // A job's thread ended: call reap() from the loop. Called from that thread.
         std::function<void()> wake;
@@ -162,6 +166,7 @@ private:
     void schedule();
     void rebalance();
     void stop_job(Entry& entry, Stopping stopping);
+    void step_aside(Entry& entry);
     void job_ended(Entry& entry);
 
     // The states, each entered through its function, each change through set_state.

@@ -184,6 +184,13 @@ Result<void> Service::start_scheduler() {
             log_warning(identity + ": cannot watch it for the attach grace (" +
                         watched.error().message + "): it stays waiting");
     };
+    hooks.watch_quiet = [this](const std::string& identity, const DiskInfo& disk) {
+        if (auto watched = m_grace->watch_until_quiet(
+                identity, disk.devnode, makedev(disk.major, disk.minor), m_config.attach_grace);
+            !watched)
+            log_warning(identity + ": cannot watch it until it is quiet (" +
+                        watched.error().message + "): it stays waiting");
+    };
     hooks.forget_grace = [this](const std::string& identity) { m_grace->forget(identity); };
     hooks.wake = [fd = m_wake.get()] {
         const uint64_t one = 1;

@@ -73,7 +73,8 @@ for change in "${changes[@]}"; do
 done
 expect 401 nobody tcp PATCH /v1/settings "${json[@]}" -d '{"total_rate_bytes_per_s": 0}'
 check_eq "$(curl -s "$API/v1/settings" | jq .total_rate_bytes_per_s)" 209715200 "the rate after the refused PATCH"
-check_eq "$(curl -s "$API/v1/disks/$id" | jq -r .state)" discovered "the disk after the refused start"
+disk=$(curl -s "$API/v1/disks/$id")
+check_eq "$(jq -r .state <<<"$disk")" discovered "the disk after the refused start ($(jq -r .reason <<<"$disk"))"
 # With the token, the same user is obeyed.
 expect 202 nobody tcp POST "/v1/disks/$id/start" "${bearer[@]}"
 expect 200 nobody tcp POST "/v1/disks/$id/pause" "${bearer[@]}"

@@ -42,7 +42,9 @@ expect_exit 4 "start over TCP without the token" "$ctl" --url "$API" start "$a"
 grep -q "give the token" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
 expect_exit 0 "start by kernel name over TCP, token from PREWARMD_TOKEN" env PREWARMD_TOKEN="$token" \
     "$ctl" --url "$API" start "$a" --queue-depth 4
-check_eq "$(cat "$TEST_DIR/out")" "$a: running" "what start prints"
+check_eq "$(head -1 "$TEST_DIR/out")" "$a: running" "what start prints"
+grep -q "^$a is held exclusively until warm: .*prewarmctl release $a. lets go at once" "$TEST_DIR/out" ||
+    fail "start does not say it holds the disk: $(cat "$TEST_DIR/out")"
 tok() { pc --token-file "$TEST_DIR/token" "$@"; }
 expect_exit 0 "start the disk that fails" tok start "$(dev_of bad)"
 

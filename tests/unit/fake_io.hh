@@ -38,8 +38,8 @@ public:
     std::string name() const override { return "fake"; }
     std::string register_buffers(std::span<const iovec>) override { return ""; }
     prewarmd::Result<void> set_idle_priority() override { return {}; }
-    prewarmd::Result<void> watch(int fd) override {
-        m_watch = fd;
+    prewarmd::Result<void> watch(std::vector<int> fds) override {
+        m_watch = std::move(fds);
         return {};
     }
     prewarmd::Result<void> queue(const prewarmd::IoRequest& r) override {
@@ -62,11 +62,10 @@ public:
                     *deadline - prewarmd::Clock::now());
                 timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
             }
-            pollfd pfd{m_watch, POLLIN, 0};
-            if (::poll(&pfd, 1, timeout) > 0) {
-                uint64_t ignored;
-                [[maybe_unused]] auto n = ::read(m_watch, &ignored, sizeof ignored);
-            }
+            std::vector<pollfd> pfds;
+            for (const int fd : m_watch)
+                pfds.push_back({fd, POLLIN, 0});
+            ::poll(pfds.data(), pfds.size(), timeout);
             return {};
         }
         for (const auto& r : m_in_flight)
@@ -113,7 +112,7 @@ private:
     }
 
     FakeDisk& m_disk;
-    int m_watch = -1;
+    std::vector<int> m_watch;
     std::vector<prewarmd::IoRequest> m_queued;
     std::vector<prewarmd::IoRequest> m_in_flight;
 };

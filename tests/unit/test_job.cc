@@ -10,6 +10,7 @@
 #include "engine/checkpoint.hh"
 #include "engine/job.hh"
 #include "fake_io.hh"
+#include "io/open_watch.hh"
 #include "temp_dir.hh"
 
 using namespace prewarmd;
@@ -37,10 +38,9 @@ struct Harness {
         options.retry_backoff = std::chrono::milliseconds(1);
     }
 
-    PrefillJob& make() {
+    PrefillJob& make(JobTarget target = {}) {
         auto engine = std::make_unique<FakeIo>(disk);
         io = engine.get();
-        JobTarget target;
         target.geometry.size_bytes = disk.data.size();
         target.geometry.is_block_device = true;
         target.identity = identity;
@@ -246,7 +246,7 @@ TEST_CASE("a vanished device ends the job as detached") {
     }
 }
 
-TEST_CASE("a write by anyone else interrupts the job within a second") {
+TEST_CASE("a write by anyone else makes the job step aside within a second") {
     // 64 MiB at 32 MiB/s take 2 s; someone writes 4 KiB early on.
     Harness h(std::vector<char>(64 * MiB, 0),
               {.chunk_bytes = MiB, .queue_depth = 4, .rate_bytes_per_s = 32 * MiB});
@@ -257,7 +257,7 @@ TEST_CASE("a write by anyone else interrupts the job within a second") {
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.status == JobStatus::interrupted);
+    CHECK(result.status == JobStatus::stepped_aside);
     CHECK(result.reason.find("another writer wrote 4.00 KiB") != std::string::npos);
     CHECK(total(h.io->writes) < 48 * MiB);
 }
@@ -275,7 +275,7 @@ TEST_CASE("a small foreign write is seen though our writes are always in flight"
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.status == JobStatus::interrupted);
+    CHECK(result.status == JobStatus::stepped_aside);
     CHECK(result.reason.find("another writer wrote 512 B") != std::string::npos);
     CHECK(total(h.io->writes) < 200 * MiB); // stopped by the check, not at the end
 }
@@ -288,7 +288,7 @@ TEST_CASE("a foreign write in the last second still shows at the end") {
             h.disk.sectors_written += 8;
         return std::nullopt;
     };
-    CHECK(h.job->run().status == JobStatus::interrupted);
+    CHECK(h.job->run().status == JobStatus::stepped_aside);
 }
 
 TEST_CASE("stop, then resume from the checkpoint: nothing unfinished is skipped") {
@@ -408,4 +408,94 @@ TEST_CASE("a throttled job keeps to its rate") {
     const auto start = Clock::now();
     CHECK(h.run().status == JobStatus::done);
     CHECK(Clock::now() - start >= std::chrono::milliseconds(187));
+}
+
+TEST_CASE("another process opens the disk: no write of the job's goes out after it") {
+    // The watch is on a file standing for the disk's node; opening it is what mkfs or
+    // dd would do. The job looks before each write it starts.
+    TempDir dir;
+    const auto node = dir.file("node");
+    std::ofstream(node) << "x";
+    auto watch = OpenWatch::watch(node);
+    REQUIRE(watch.ok());
+    Harness h(std::vector<char>(64 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 4});
+    JobTarget target;
+    target.opens = &*watch;
+    bool opened = false;
+    target.who_else = [&] { return std::string(opened ? "dd (pid 4242)" : ""); };
+    h.make(std::move(target));
+    size_t writes_at_open = 0;
+    h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+        if (r.op == IoOp::read && r.offset == 10 * MiB && !opened) {
+            std::ifstream(node).get(); // someone opens the node
+            opened = true;
+            writes_at_open = h.io->writes.size();
+        }
+        return std::nullopt;
+    };
+    const auto result = h.job->run();
+    CHECK(result.status == JobStatus::stepped_aside);
+    CHECK(result.reason == "the disk was opened by dd (pid 4242)");
+    CHECK(opened);
+    // Writes queued before the open was seen finish; none starts after it. The
+    // fake performs a write when it is submitted: at most the depth more.
+    CHECK(h.io->writes.size() <= writes_at_open + 4);
+    CHECK(h.saw_event("stepping aside: the disk was opened by dd (pid 4242)"));
+}
+
+TEST_CASE("someone holds the disk when the job starts: it steps aside before any write") {
+    // They opened it before the job's watch began: the watch never sees them.
+    TempDir dir;
+    const auto node = dir.file("node");
+    std::ofstream(node) << "x";
+    auto watch = OpenWatch::watch(node);
+    REQUIRE(watch.ok());
+    Harness h(std::vector<char>(8 * MiB, 0), {.chunk_bytes = MiB});
+    JobTarget target;
+    target.opens = &*watch;
+    target.who_else = [] { return std::string("mkfs.ext4 (pid 77)"); };
+    h.make(std::move(target));
+    const auto result = h.job->run();
+    CHECK(result.status == JobStatus::stepped_aside);
+    CHECK(result.reason == "the disk is open by mkfs.ext4 (pid 77)");
+    CHECK(h.io->writes.empty());
+}
+
+TEST_CASE("an open by a reader such as udev's probe does not stop the job") {
+    TempDir dir;
+    const auto node = dir.file("node");
+    std::ofstream(node) << "x";
+    auto watch = OpenWatch::watch(node);
+    REQUIRE(watch.ok());
+    Harness h(std::vector<char>(16 * MiB, 0), {.chunk_bytes = MiB});
+    JobTarget target;
+    target.opens = &*watch;
+    target.who_else = [] { return std::string(); }; // only udev's worker, or gone
+    h.make(std::move(target));
+    h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+        if (r.op == IoOp::read && r.offset == 4 * MiB)
+            std::ifstream(node).get();
+        return std::nullopt;
+    };
+    CHECK(h.job->run().status == JobStatus::done);
+    CHECK(total(h.io->writes) == 16 * MiB);
+}
+
+TEST_CASE("the first and last megabytes, where other writers start, are visited last") {
+    Harness h(std::vector<char>(64 * MiB, 0), {.chunk_bytes = 4 * MiB, .queue_depth = 1});
+    JobTarget target;
+    target.last.add(0, 8 * MiB);
+    target.last.add(56 * MiB, 64 * MiB);
+    h.make(std::move(target));
+    std::vector<uint64_t> reads;
+    h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+        if (r.op == IoOp::read)
+            reads.push_back(r.offset);
+        return std::nullopt;
+    };
+    REQUIRE(h.job->run().status == JobStatus::done);
+    REQUIRE(reads.size() == 16);
+    CHECK(reads.front() == 8 * MiB);
+    const std::vector<uint64_t> tail(reads.end() - 4, reads.end());
+    CHECK(tail == std::vector<uint64_t>{0, 4 * MiB, 56 * MiB, 60 * MiB});
 }
