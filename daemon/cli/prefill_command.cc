@@ -15,16 +15,20 @@
 
 #include "base/args.hh"
 #include "base/json_text.hh"
+#include "base/sysfs.hh"
 #include "base/units.hh"
 #include "cli/command.hh"
 #include "cli/progress_view.hh"
 #include "discovery/identity.hh"
 #include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
+#include "engine/fs_source.hh"
 #include "engine/job.hh"
 #include "engine/plan.hh"
 #include "io/device.hh"
+#include "io/free_space.hh"
 #include "io/open_watch.hh"
+#include "safety/filesystem.hh"
 #include "safety/system.hh"
 
 namespace prewarmd {
@@ -42,6 +46,8 @@ constexpr OptionSpec prefill_options[] = {
     {"checkpoint", 0, "FILE", "record progress in FILE, and resume from it"},
     {"checkpoint-interval", 0, "DURATION", "how often to flush and record (default 5s)"},
     {"io-engine", 0, "ENGINE", "auto (default), uring or sync (pread/pwrite)"},
+    {"reserve", 0, "SIZE|N%",
+     "a mounted filesystem: available space it never takes\n(default 5% of its size)"},
     {"normal-priority", 0, "", "I/O priority class best-effort, not idle"},
     {"json", 0, "", "print the summary as JSON on standard output, no progress"},
     {"help", 'h', "", "this text"},
@@ -49,7 +55,8 @@ constexpr OptionSpec prefill_options[] = {
 
 std::string usage() {
     return "Usage: prewarmd prefill [OPTIONS] PATH\n\n"
-           "Warms one disk (or a sparse file) in the foreground: every chunk is read, and\n"
+           "Warms one disk, a sparse file, or the free space of the ext4 or xfs mounted at\n"
+           "PATH (a directory), in the foreground: every chunk is read, and\n"
            "written back as it was. What PATH reads back never changes. A block device is\n"
            "opened exclusively (not while it is mounted or otherwise in use), and the job\n"
            "steps aside the moment another process opens it or writes to it.\n\n" +
@@ -67,6 +74,7 @@ std::string usage() {
 
 struct Settings {
     std::string path;
+    std::string reserve = "5%";
     JobOptions job;
     bool chunk_explicit = false;
     uint64_t backend_block_bytes = 2 * 1024 * 1024;
@@ -126,6 +134,7 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
         else
             return bad("--io-engine: '" + *text + "' is not auto, uring or sync");
     }
+    s.reserve = args.value("reserve").value_or(s.reserve);
     s.job.checkpoint_path = args.value("checkpoint").value_or("");
     if (const auto text = args.value("checkpoint-interval")) {
         auto interval = parse_duration(*text);
@@ -276,6 +285,51 @@ Result<std::string> identify(const Device& device) {
     return disk_identity(*disk);
 }
 
+// The job on its device, with its I/O engine.
+int run_prepared(const Settings& s, Device& device, JobTarget target, Console& console) {
+    std::string note;
+    auto engine = make_io_engine(s.io, device.fd(), s.job.queue_depth, note);
+    if (!engine)
+        return command_error("prefill", exit_failed, engine.error().message);
+    if (!note.empty())
+        console.message(note);
+    PrefillJob job(s.job, std::move(target), std::move(*engine), device,
+                   [&](EventLevel level, const std::string& message) {
+                       console.message((level == EventLevel::warning ? "warning: " : "") + message);
+                   });
+    return run_job(job, s, console);
+}
+
+// "5%" of the filesystem's size, or a size.
+Result<uint64_t> parse_reserve(const std::string& text, uint64_t fs_size) {
+    if (!text.empty() && text.back() == '%') {
+        auto percent = parse_count(text.substr(0, text.size() - 1), 0, 90);
+        if (!percent)
+            return percent.error();
+        return fs_size / 100 * static_cast<uint64_t>(*percent);
+    }
+    return parse_size(text);
+}
+
+// Free space claimed through the filesystem, in an unnamed file that goes with the
+// job (or with the process, however it ends).
+std::function<Result<std::unique_ptr<ChunkSource>>(const RangeSet&, uint64_t)>
+filesystem_source(const FilesystemTarget& fs, uint64_t reserve, uint64_t backend_block) {
+    return [fs, reserve, backend_block](const RangeSet& done,
+                                        uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
+        auto file = FreeSpaceFile::open(fs.mount_point);
+        if (!file)
+            return file.error();
+        FsSourceOptions options;
+        options.disk_offset = fs.offset_bytes;
+        options.backend_block = backend_block;
+        options.chunk = chunk;
+        options.reserve = reserve;
+        return std::unique_ptr<ChunkSource>(std::make_unique<FsSource>(
+            std::make_unique<FreeSpaceFile>(std::move(*file)), options, done));
+    };
+}
+
 } // namespace
 
 int prefill_command(const std::vector<std::string>& args) {
@@ -290,8 +344,23 @@ int prefill_command(const std::vector<std::string>& args) {
         return fail(exit_usage, settings.error().message);
     auto& s = *settings;
 
-    auto device = Device::open(s.path, s.job.mode == Mode::read ? Device::Access::read
-                                                                : Device::Access::write);
+    // A directory: the filesystem mounted there, warmed through its free space on
+    // the disk under it, which it shares with everyone (docs/design.md).
+    std::optional<FilesystemTarget> fs;
+    if (std::filesystem::is_directory(s.path)) {
+        std::error_code ec;
+        const auto real = std::filesystem::canonical(s.path, ec);
+        auto found =
+            find_filesystem(ec ? s.path : real.string(),
+                            parse_mountinfo(read_text("/proc/self/mountinfo")), SysBlock());
+        if (!found)
+            return fail(exit_refused, found.error().message);
+        fs = *found;
+    }
+    auto device = Device::open(fs ? "/dev/" + fs->disk : s.path, s.job.mode == Mode::read
+                                                                     ? Device::Access::read
+                                                                 : fs ? Device::Access::shared_write
+                                                                      : Device::Access::write);
     if (!device) {
         const int err = -device.error().err;
         const bool refused = err == EBUSY || err == EROFS || err == EACCES || err == EPERM;
@@ -318,12 +387,27 @@ int prefill_command(const std::vector<std::string>& args) {
                 return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
     }
 
-    auto data = device->data_extents();
-    if (!data)
-        return fail(exit_failed, data.error().message);
+    Console console(s.json);
     JobTarget target;
     target.geometry = geometry;
     target.identity = *identity;
+    if (fs) {
+        auto reserve = parse_reserve(s.reserve, fs->size_bytes);
+        if (!reserve)
+            return fail(exit_usage, "--reserve: " + reserve.error().message);
+        target.source = filesystem_source(*fs, *reserve, s.backend_block_bytes);
+        // The filesystem writes the disk all along: the sectors counted are not ours.
+        target.foreign_writes_counted = false;
+        console.message("the free space of " + fs->fstype + " on " + fs->device + " at " +
+                        fs->mount_point + ", keeping " + format_size(*reserve) + " available");
+        if (fstrim_timer_enabled())
+            console.message("note: fstrim.timer is enabled: each week it discards the free "
+                            "space, which a thin backend may make cold again");
+        return run_prepared(s, *device, std::move(target), console);
+    }
+    auto data = device->data_extents();
+    if (!data)
+        return fail(exit_failed, data.error().message);
     target.regions = regions_to_visit(geometry, *data);
     target.allocated_bytes = geometry.size_bytes - target.regions.total_bytes();
     // A disk written is watched for others who open it: the job steps aside for
@@ -338,20 +422,7 @@ int prefill_command(const std::vector<std::string>& args) {
         target.who_else = [disk = device->devnum()] { return someone_else(disk); };
         target.last = where_writers_start(geometry.size_bytes);
     }
-
-    Console console(s.json);
-    std::string note;
-    auto engine = make_io_engine(s.io, device->fd(), s.job.queue_depth, note);
-    if (!engine)
-        return fail(exit_failed, engine.error().message);
-    if (!note.empty())
-        console.message(note);
-
-    PrefillJob job(s.job, std::move(target), std::move(*engine), *device,
-                   [&](EventLevel level, const std::string& message) {
-                       console.message((level == EventLevel::warning ? "warning: " : "") + message);
-                   });
-    return run_job(job, s, console);
+    return run_prepared(s, *device, std::move(target), console);
 }
 
 } // namespace prewarmd

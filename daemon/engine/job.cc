@@ -777,6 +777,9 @@ void PrefillJob::publish(Clock::time_point now) {
     }
     s.mode = std::string(to_string(m_options.mode));
     s.io_engine = m_engine->name();
+    // A filesystem's free space is known as it is claimed: the source's word now.
+    if (m_source)
+        m_total_bytes = m_source->total_bytes() + m_target.allocated_bytes;
     s.total_bytes = m_total_bytes;
     s.resumed_bytes = m_resumed_bytes;
     s.done_bytes =

@@ -55,14 +55,15 @@ std::vector<MountEntry> parse_mountinfo(std::string_view text) {
     std::string line;
     while (std::getline(lines, line)) {
         std::istringstream fields(line);
-        std::string id, parent, majmin, root, point, word;
-        if (!(fields >> id >> parent >> majmin >> root >> point))
+        std::string id, parent, majmin, root, point, options, word;
+        if (!(fields >> id >> parent >> majmin >> root >> point >> options))
             continue;
         while (fields >> word && word != "-") {
         }
-        std::string fstype, source;
-        fields >> fstype >> source;
-        mounts.push_back({majmin, unescape_octal(point), unescape_octal(source)});
+        std::string fstype, source, super_options;
+        fields >> fstype >> source >> super_options;
+        mounts.push_back({majmin, unescape_octal(point), unescape_octal(source), fstype,
+                          options + (super_options.empty() ? "" : "," + super_options)});
     }
     return mounts;
 }

@@ -18,6 +18,8 @@ struct MountEntry {
     std::string majmin; // of the mounted device ("0:45" for btrfs and the like)
     std::string mount_point;
     std::string source; // /dev/xvdb1, ...
+    std::string fstype;
+    std::string options; // the mount's and the superblock's, comma-separated: "rw,relatime,..."
 };
 
 std::vector<MountEntry> parse_mountinfo(std::string_view text);

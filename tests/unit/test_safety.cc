@@ -33,6 +33,8 @@ TEST_CASE("mountinfo: major:minor, mount point and source, escapes undone") {
     CHECK(mounts[1].mount_point == "/mnt/my data");
     CHECK(mounts[2].majmin == "0:45");
     CHECK(mounts[2].source == "/dev/xvdc");
+    CHECK(mounts[1].fstype == "xfs");
+    CHECK(mounts[2].options == "rw,rw,space_cache");
 }
 
 TEST_CASE("swaps: the file names") {

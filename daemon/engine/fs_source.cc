@@ -1,0 +1,190 @@
+#include "engine/fs_source.hh"
+
+#include <algorithm>
+
+namespace prewarmd {
+namespace {
+
+uint64_t round_up(uint64_t value, uint64_t unit) {
+    return (value + unit - 1) / unit * unit;
+}
+
+uint64_t round_down(uint64_t value, uint64_t unit) {
+    return value / unit * unit;
+}
+
+bool overlap(const Extent& a, const Extent& b) {
+    return a.offset < b.end() && b.offset < a.end();
+}
+
+} // namespace
+
+FsSource::FsSource(std::unique_ptr<SpaceClaim> claim, FsSourceOptions options, RangeSet done)
+    : m_claim(std::move(claim)), m_options(options), m_done(std::move(done)) {
+    // What the job sets out to warm: the space available now, less the reserve.
+    // (The passes reach the reserve too: the estimate is all that is available.)
+    if (auto available = m_claim->available(); available) {
+        m_fs_bytes = *available;
+        m_total = round_down(*available, m_options.backend_block);
+    }
+}
+
+uint64_t FsSource::total_bytes() const {
+    const uint64_t visited = m_warmed.total_bytes();
+    if (m_last && m_queue.empty() && m_again.empty())
+        return visited;
+    return std::max(m_total, visited);
+}
+
+const Extent* FsSource::peek() {
+    if (!m_again.empty())
+        return &m_again.front();
+    while (m_queue.empty() && !m_error && Clock::now() >= m_claims_paused_until) {
+        Result<void> step;
+        if (!m_full)
+            step = claim_more();
+        else if (!m_last && m_taken.empty())
+            step = slide(); // once the chunks claimed are all visited
+        else
+            break;
+        if (!step) {
+            m_error = step.error();
+            m_full = m_last = true;
+        }
+    }
+    return m_queue.empty() ? nullptr : &m_queue.front();
+}
+
+void FsSource::take() {
+    auto& from = m_again.empty() ? m_queue : m_again;
+    m_taken.push_back(from.front());
+    from.pop_front();
+}
+
+void FsSource::again(const Extent& chunk) {
+    std::erase(m_taken, chunk);
+    m_again.push_front(chunk);
+}
+
+void FsSource::visited(const Extent& chunk) {
+    std::erase(m_taken, chunk);
+    m_warmed.add(chunk);
+    m_done.add(chunk);
+}
+
+bool FsSource::exhausted() {
+    return peek() == nullptr && m_last;
+}
+
+// The oldest claims back, a step's worth, so that the next claims go on from
+// where the allocator is now.
+Result<void> FsSource::slide() {
+    if (m_claimed.empty() || m_swept_since_new >= m_fs_bytes ||
+        m_swept >= m_options.max_sweeps * m_fs_bytes) {
+        m_last = true;
+        return {};
+    }
+    uint64_t back = 0;
+    while (!m_claimed.empty() && back < m_options.step) {
+        const auto& oldest = m_claimed.front().file;
+        if (auto released = m_claim->release(oldest.file_offset, oldest.length); !released)
+            return released.error();
+        back += oldest.length;
+        m_claimed.erase(m_claimed.begin());
+    }
+    m_full = false;
+    return m_claim->settle();
+}
+
+uint64_t FsSource::claimed_bytes() const {
+    uint64_t bytes = 0;
+    for (const auto& c : m_claimed)
+        bytes += c.file.length;
+    return bytes;
+}
+
+// One step more of the available space above the reserve.
+Result<void> FsSource::claim_more() {
+    auto available = m_claim->available();
+    if (!available)
+        return available.error();
+    const uint64_t room = *available > m_options.reserve ? *available - m_options.reserve : 0;
+    const uint64_t bytes = round_down(std::min(room, m_options.step), m_options.backend_block);
+    if (bytes == 0) {
+        m_full = true;
+        return {};
+    }
+    auto extents = m_claim->claim(bytes);
+    if (!extents)
+        return extents.error();
+    uint64_t got = 0;
+    const size_t queued = m_queue.size();
+    for (const auto& e : *extents) {
+        got += e.length;
+        // Only whole backend blocks: one partly outside is partly someone's.
+        const uint64_t begin =
+            round_up(m_options.disk_offset + e.device_offset, m_options.backend_block);
+        const uint64_t end =
+            round_down(m_options.disk_offset + e.device_offset + e.length, m_options.backend_block);
+        Claimed c{e, {begin, end > begin ? end - begin : 0}};
+        m_claimed.push_back(c);
+        if (c.disk.length == 0)
+            continue;
+        RangeSet todo;
+        todo.add(c.disk);
+        const auto left = todo.minus(m_done);
+        for (const auto& part : left.extents())
+            for (uint64_t at = part.offset; at < part.end(); at += m_options.chunk)
+                m_queue.push_back({at, std::min(m_options.chunk, part.end() - at)});
+    }
+    m_swept += got;
+    m_swept_since_new = m_queue.size() > queued ? 0 : m_swept_since_new + got;
+    if (got < bytes)
+        m_full = true;
+    return {};
+}
+
+bool FsSource::in_flight(const Extent& disk) const {
+    return std::any_of(m_taken.begin(), m_taken.end(),
+                       [&](const Extent& t) { return overlap(t, disk); });
+}
+
+// Punches claimed pieces from the end until `bytes` are back, passing over those
+// with a chunk out: the job may be writing there. Chunks of a piece given back
+// are not visited: the filesystem may hand it to anyone now.
+Result<void> FsSource::give_back(uint64_t bytes) {
+    uint64_t back = 0;
+    for (auto it = m_claimed.rbegin(); it != m_claimed.rend() && back < bytes;) {
+        if (in_flight(it->disk)) {
+            ++it;
+            continue;
+        }
+        if (auto released = m_claim->release(it->file.file_offset, it->file.length); !released)
+            return released.error();
+        back += it->file.length;
+        const auto inside = [&](const Extent& chunk) { return overlap(chunk, it->disk); };
+        std::erase_if(m_queue, inside);
+        std::erase_if(m_again, inside);
+        it = std::make_reverse_iterator(m_claimed.erase(std::next(it).base()));
+    }
+    m_released += back;
+    return back > 0 ? m_claim->settle() : Result<void>();
+}
+
+Result<std::optional<Clock::time_point>> FsSource::tick(Clock::time_point now) {
+    if (m_error)
+        return *m_error;
+    auto available = m_claim->available();
+    if (!available)
+        return available.error();
+    if (*available < m_options.reserve) {
+        // The workload needs it: back at once, and claims wait a moment.
+        m_full = true;
+        m_claims_paused_until = now + m_options.pause_after_pressure;
+        if (auto back = give_back(m_options.reserve - *available); !back)
+            return back.error();
+    }
+    return std::optional<Clock::time_point>(now + m_options.check);
+}
+
+} // namespace prewarmd

@@ -1,0 +1,76 @@
+#include "safety/filesystem.hh"
+
+#include <cerrno>
+#include <filesystem>
+#include <sstream>
+
+namespace prewarmd {
+namespace {
+
+bool has_option(const std::string& options, const std::string& name) {
+    std::istringstream in(options);
+    std::string option;
+    while (std::getline(in, option, ','))
+        if (option == name)
+            return true;
+    return false;
+}
+
+Error refused(const std::string& mount_point, const std::string& why) {
+    return Error{-EINVAL, mount_point + ": " + why};
+}
+
+uint64_t number(const std::string& text) {
+    try {
+        return text.empty() ? 0 : std::stoull(text);
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
+} // namespace
+
+Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
+                                         const std::vector<MountEntry>& mounts,
+                                         const SysBlock& sys) {
+    const MountEntry* mount = nullptr;
+    for (const auto& m : mounts)
+        if (m.mount_point == mount_point)
+            mount = &m; // the last one is what the path shows
+    if (!mount)
+        return refused(mount_point, "not a mount point");
+    if (mount->fstype != "ext4" && mount->fstype != "xfs")
+        return refused(mount_point, mount->fstype + " is not supported yet (ext4 and xfs are)");
+    if (!has_option(mount->options, "rw"))
+        return refused(mount_point, "mounted read-only");
+
+    FilesystemTarget t;
+    t.mount_point = mount_point;
+    t.fstype = mount->fstype;
+    t.device = sys.name_of(mount->majmin);
+    if (t.device.empty())
+        return refused(mount_point, "no block device " + mount->majmin + " in sysfs");
+    if (!sys.attribute(t.device, "dm/name").empty() || !sys.attribute(t.device, "md/level").empty())
+        return refused(mount_point, t.device + " is a device-mapper or md device (LVM, LUKS, "
+                                               "RAID): not supported yet");
+    const auto disks = sys.base_disks(t.device);
+    if (disks.size() != 1)
+        return refused(mount_point, "not on one disk");
+    t.disk = *disks.begin();
+    if (t.disk != t.device)
+        t.offset_bytes = number(sys.attribute(t.device, "start")) * 512;
+    t.size_bytes = number(sys.attribute(t.device, "size")) * 512;
+    if (has_option(mount->options, "discard") &&
+        number(sys.attribute(t.disk, "queue/discard_max_bytes")) > 0)
+        return refused(mount_point, "mounted with discard on a disk that discards: the space it "
+                                    "frees would be unwarmed again (mount without discard; "
+                                    "fstrim.timer has the same effect weekly)");
+    return t;
+}
+
+bool fstrim_timer_enabled() {
+    std::error_code ec;
+    return std::filesystem::exists("/etc/systemd/system/timers.target.wants/fstrim.timer", ec);
+}
+
+} // namespace prewarmd

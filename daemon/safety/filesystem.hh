@@ -1,0 +1,34 @@
+// May a mounted filesystem be warmed online, and where does it lie: its disk and
+// its offset on it. ext4 and xfs, on a whole disk or a partition of it; what is
+// not supported yet is said with the reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.hh"
+#include "safety/system.hh"
+
+namespace prewarmd {
+
+struct FilesystemTarget {
+    std::string mount_point;
+    std::string fstype;
+    std::string device;        // the mounted device's kernel name: loop3p1, xvdb
+    std::string disk;          // the whole disk's: loop3, xvdb
+    uint64_t offset_bytes = 0; // where the device begins on the disk
+    uint64_t size_bytes = 0;   // of the device
+};
+
+// The filesystem mounted at `mount_point` (the last mount there), or why it may
+// not be warmed: read-only, not ext4 or xfs, on LVM, LUKS or md, mounted with
+// `discard` on a device that discards (freeing warmed space would unwarm it).
+Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
+                                         const std::vector<MountEntry>& mounts,
+                                         const SysBlock& sys);
+
+// Whether systemd's weekly fstrim is enabled: it discards filesystems' free space.
+bool fstrim_timer_enabled();
+
+} // namespace prewarmd

@@ -1,0 +1,137 @@
+# A filesystem job (`prewarmd prefill MOUNT_POINT`), on ext4 and xfs, while a
+# workload writes and deletes files at full speed: the workload never gets an
+# error and its files read back; the available space never falls below the
+# reserve by more than two checks' worth of the workload's writes; the filesystem
+# checks clean; afterwards most of the disk is allocated by cowsim's counters, and
+# once a second job has run without the workload, a new file allocates next to
+# nothing (on ext4 the first job, racing the workload's allocations, leaves up to
+# ~6% cold in some runs: docs/engine.md); a SIGKILL mid-job leaves the free space
+# as it was.
+source "$(dirname "$0")/lib.sh"
+require_devices
+for tool in mkfs.ext4 mkfs.xfs e2fsck xfs_repair stat; do
+    command -v "$tool" >/dev/null || cannot_run "no $tool"
+done
+
+sim_up --disk e=2GiB --disk x=2GiB
+head -c 64M /dev/urandom >"$TEST_DIR/pool"
+avail() { stat -f -c '%a %S' "$1" | awk '{ print $1 * $2 }'; }
+
+# Writes and deletes files in MOUNT until STOP exists; each file's checksum in
+# MOUNT.sums, each failure in MOUNT.errors, the bytes written in MOUNT.bytes.
+workload() { # MOUNT STOP
+    local mount=$1 stop=$2 i=0 n bytes=0
+    : >"$mount.sums"
+    : >"$mount.errors"
+    until [[ -e $stop ]]; do
+        n=$((1 + i % 8))
+        if dd if="$TEST_DIR/pool" of="$mount/w$i" bs=1M count="$n" skip=$((i % 50)) \
+            conv=fsync status=none 2>>"$mount.errors"; then
+            echo "$(head -c $((n << 20)) < <(tail -c +$(((i % 50 << 20) + 1)) "$TEST_DIR/pool") |
+                sha256sum | cut -d' ' -f1)  w$i" >>"$mount.sums"
+            bytes=$((bytes + (n << 20)))
+        else
+            echo "write w$i failed" >>"$mount.errors"
+        fi
+        # Keeps the newest 20 files: deletes as it writes.
+        if ((i >= 20)); then
+            rm -f "$mount/w$((i - 20))" || echo "rm failed" >>"$mount.errors"
+            sed -i "/  w$((i - 20))\$/d" "$mount.sums"
+        fi
+        i=$((i + 1))
+    done
+    echo "$bytes" >"$mount.bytes"
+}
+
+# The least available space seen, every 10 ms, until STOP exists.
+watch_space() { # MOUNT STOP OUT
+    local least=-1 now
+    until [[ -e $2 ]]; do
+        now=$(avail "$1")
+        ((least < 0 || now < least)) && least=$now
+        sleep 0.01
+    done
+    echo "$least" >"$3"
+}
+
+for fs in ext4 xfs; do
+    name=${fs:0:1}
+    dev=$(dev_of "$name")
+    mnt=$TEST_DIR/mnt-$fs
+    "mkfs.$fs" -q "$dev"
+    mount_for_test "$dev" "$mnt"
+    size=$(($(stat -f -c '%b %S' "$mnt" | awk '{ print $1 * $2 }')))
+    reserve=$((size / 10))
+
+    stop=$TEST_DIR/stop-$fs
+    workload "$mnt" "$stop" &
+    load=$!
+    watch_space "$mnt" "$stop" "$TEST_DIR/least-$fs" &
+    watcher=$!
+    on_cleanup "touch $stop; wait $load $watcher 2>/dev/null; true"
+    started=$SECONDS
+    sleep 0.5
+    run_status "$prewarmd" prefill --reserve 10% --rate 512MiB/s "$mnt" \
+        >"$TEST_DIR/prefill-$fs.out" 2>&1
+    sleep 0.5
+    touch "$stop"
+    wait "$load" "$watcher"
+    elapsed=$((SECONDS - started + 1))
+    check_eq "$status" 0 "$fs: the filesystem job's exit status"
+    grep -q "^done: " "$TEST_DIR/prefill-$fs.out" || fail "$fs: $(cat "$TEST_DIR/prefill-$fs.out")"
+    pass "$fs: $(grep -m1 "^done: " "$TEST_DIR/prefill-$fs.out")"
+
+    check_eq "$(wc -l <"$mnt.errors")" 0 "$fs: the workload's errors ($(head -3 "$mnt.errors"))"
+    written=$(cat "$mnt.bytes")
+    check_ge "$written" $((64 << 20)) "$fs: bytes the workload wrote meanwhile"
+    # Two checks (50 ms each) of the workload's writes at its average rate.
+    slack=$((written / elapsed / 10))
+    check_ge "$(cat "$TEST_DIR/least-$fs")" $((reserve - slack)) \
+        "$fs: the least available space seen (reserve $reserve, less $slack)"
+
+    # The workload's files, read from the disk (a fresh mount: no cache).
+    umount "$mnt"
+    mount "$dev" "$mnt"
+    (cd "$mnt" && sha256sum --quiet -c "$mnt.sums") || fail "$fs: a workload file does not read back"
+    pass "$fs: the workload's $(wc -l <"$mnt.sums") files read back"
+
+    # Warm: the blocks under the free space are allocated; after a second job, on
+    # the quiet filesystem, a new file needs next to no new ones (64 if it were cold).
+    allocated=$(stat_of "$name" blocks_allocated)
+    total=$(stat_of "$name" blocks_total)
+    check_ge $((allocated * 100 / total)) 90 "$fs: per cent of the disk's blocks allocated"
+    run_status "$prewarmd" prefill --reserve 10% "$mnt" >"$TEST_DIR/again-$fs.out" 2>&1
+    check_eq "$status" 0 "$fs: a second job, without the workload"
+    allocated=$(stat_of "$name" blocks_allocated)
+    pass "$fs: $((allocated * 100 / total))% of the disk's blocks allocated after it"
+    dd if="$TEST_DIR/pool" of="$mnt/after" bs=1M count=128 oflag=direct status=none 2>/dev/null ||
+        dd if=/dev/urandom of="$mnt/after" bs=1M count=128 oflag=direct status=none
+    sync
+    fresh=$(($(stat_of "$name" blocks_allocated) - allocated))
+    ((fresh <= 8)) || fail "$fs: a new 128 MiB file allocated $fresh new blocks (64 when cold)"
+    pass "$fs: a new 128 MiB file allocated $fresh new blocks (64 when cold)"
+    rm -f "$mnt/after"
+
+    # SIGKILL mid-job: the claimed space goes with the process.
+    sync
+    before=$(avail "$mnt")
+    "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >/dev/null 2>&1 &
+    job=$!
+    on_cleanup "kill -KILL $job 2>/dev/null; wait $job 2>/dev/null; true"
+    sleep 1.5
+    mid=$(avail "$mnt")
+    ((mid < before - (64 << 20))) || fail "$fs: the job claimed nothing ($mid of $before available)"
+    kill -KILL "$job"
+    wait "$job" 2>/dev/null || true
+    sync
+    check_eq "$(avail "$mnt")" "$before" "$fs: the available space after a SIGKILL mid-job"
+
+    umount "$mnt"
+    if [[ $fs == ext4 ]]; then
+        e2fsck -fn "$dev" >"$TEST_DIR/fsck-$fs" 2>&1 || fail "$fs: e2fsck: $(cat "$TEST_DIR/fsck-$fs")"
+    else
+        xfs_repair -n "$dev" >"$TEST_DIR/fsck-$fs" 2>&1 || fail "$fs: xfs_repair: $(cat "$TEST_DIR/fsck-$fs")"
+    fi
+    pass "$fs: the filesystem checks clean"
+    mount "$dev" "$mnt" # for the cleanup's umount
+done
