@@ -79,6 +79,7 @@ TEST_CASE("the first write to a block writes the whole block; later writes their
     REQUIRE(disk->write(data.data(), KiB, 2 * MiB + 8 * KiB) == KiB);
     CHECK(c.first_writes == 1);
     CHECK(c.backend_bytes_written == 2 * MiB + KiB);
+    CHECK(c.link_bytes_written == 2 * MiB + KiB); // the block crossed the link
 
     const auto block = read_back(*disk, 2 * MiB, 2 * MiB);
     CHECK(std::count(block.begin(), block.end(), 'a') == 2 * KiB);
@@ -86,6 +87,24 @@ TEST_CASE("the first write to a block writes the whole block; later writes their
     CHECK(block[4 * KiB - 1] == 0);
     CHECK(block[5 * KiB] == 0);
     CHECK(c.backend_bytes_read == 2 * MiB);
+}
+
+TEST_CASE("host allocation: the block is allocated all the same, the link carries the write") {
+    TempDir dir;
+    auto config = instant();
+    config.host_allocation = true;
+    Backend backend(config);
+    auto disk = make_disk(backend, dir, {.size_bytes = 8 * MiB});
+    const std::vector<char> data(4 * KiB, 'a');
+    REQUIRE(disk->write(data.data(), 4 * KiB, 2 * MiB) == 4 * KiB);
+    const auto& c = disk->counters();
+    CHECK(c.blocks_allocated == 1);
+    CHECK(c.backend_bytes_written == 2 * MiB); // the storage host wrote the block
+    CHECK(c.link_bytes_written == 4 * KiB);    // the VM sent its 4 KiB
+    REQUIRE(disk->write(data.data(), 4 * KiB, 2 * MiB + 64 * KiB) == 4 * KiB);
+    CHECK(c.link_bytes_written == 8 * KiB);
+    const auto block = read_back(*disk, 2 * MiB, 2 * MiB);
+    CHECK(std::count(block.begin(), block.end(), 'a') == 8 * KiB);
 }
 
 TEST_CASE("a write across a block boundary allocates both blocks") {

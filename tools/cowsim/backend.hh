@@ -18,6 +18,11 @@ struct BackendConfig {
     uint64_t capacity_bytes = 0;        // 0: unlimited
     std::chrono::nanoseconds alloc_latency = std::chrono::milliseconds(1);
     std::chrono::nanoseconds sync_latency = std::chrono::milliseconds(2);
+    // Where a block's allocation happens: false, the whole block crosses the link
+    // (a backend that ships blocks, as blktap's VHD over NFS); true, on the storage
+    // host, so the link carries only the write's own bytes (qcow2 with fallocate,
+    // LVM thin, Ceph RBD objects).
+    bool host_allocation = false;
 };
 
 class Backend {

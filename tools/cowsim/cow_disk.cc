@@ -236,7 +236,8 @@ int CowDisk::allocate_block(uint64_t block, const char* data, uint64_t offset, u
         return -ENOSPC;
 
     Backend::Op op(m_backend);
-    uint64_t transferred = block_len;
+    const bool on_host = m_backend.config().host_allocation;
+    uint64_t transferred = on_host ? len : block_len;
     const char* source = data;
     if (len != block_len) {
         thread_local std::vector<char> buffer;
@@ -246,7 +247,8 @@ int CowDisk::allocate_block(uint64_t block, const char* data, uint64_t offset, u
                 m_backend.release_allocation(block_len);
                 return r;
             }
-            transferred += block_len;
+            if (!on_host)
+                transferred += block_len;
             m_counters.parent_bytes_read += block_len;
         } else {
             std::memset(buffer.data(), 0, block_len);
@@ -270,6 +272,7 @@ int CowDisk::allocate_block(uint64_t block, const char* data, uint64_t offset, u
     m_counters.blocks_allocated++;
     m_counters.first_writes++;
     m_counters.backend_bytes_written += block_len;
+    m_counters.link_bytes_written += transferred;
     return 0;
 }
 
@@ -286,6 +289,7 @@ int CowDisk::write_allocated(uint64_t block, const char* data, uint64_t offset, 
         return r;
     op.finish(len, latency);
     m_counters.backend_bytes_written += len;
+    m_counters.link_bytes_written += len;
     return 0;
 }
 

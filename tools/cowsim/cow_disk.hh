@@ -37,6 +37,7 @@ struct DiskCounters {
     std::atomic<uint64_t> bytes_read{0}, bytes_written{0};
     std::atomic<uint64_t> blocks_allocated{0}, first_writes{0};
     std::atomic<uint64_t> backend_bytes_written{0}, backend_bytes_read{0};
+    std::atomic<uint64_t> link_bytes_written{0}; // of those writes, what crossed the link
     std::atomic<uint64_t> parent_bytes_read{0}, hole_bytes_read{0};
     std::atomic<uint64_t> meta_syncs{0}, faults_injected{0};
 };

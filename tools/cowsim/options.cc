@@ -27,6 +27,9 @@ constexpr OptionSpec option_specs[] = {
      "never-written sectors pays a metadata sync"},
     {"alloc-latency", 0, "DURATION", "added to each block allocation (default 1ms)"},
     {"sync-latency", 0, "DURATION", "a metadata sync in bitmap mode (default 2ms)"},
+    {"host-allocation", 0, "",
+     "blocks are allocated on the storage host: the link carries\n"
+     "only each write's own bytes, not the whole block"},
     {"bandwidth", 0, "RATE", "backend link bandwidth, e.g. 200MiB/s (default unlimited)"},
     {"concurrency", 0, "N", "backend operations in flight at once (default unlimited)"},
     {"capacity", 0, "SIZE", "space for allocations; beyond it ENOSPC (default unlimited)"},
@@ -133,6 +136,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     if (!capacity)
         return capacity.error();
     options.backend.capacity_bytes = *capacity;
+    options.backend.host_allocation = parsed->has("host-allocation");
     for (const auto* name : {"alloc-latency", "sync-latency"})
         if (const auto text = parsed->value(name)) {
             auto duration = prewarmd::parse_duration(*text);

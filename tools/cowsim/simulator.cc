@@ -122,6 +122,7 @@ nlohmann::json Simulator::stats() const {
         {"used_bytes", m_backend.used_bytes()},
         {"alloc_latency_ns", config.alloc_latency.count()},
         {"sync_latency_ns", config.sync_latency.count()},
+        {"host_allocation", config.host_allocation},
     };
     auto& disks = out["disks"] = nlohmann::json::object();
     for (const auto& disk : m_disks) {
@@ -137,6 +138,7 @@ nlohmann::json Simulator::stats() const {
             {"allocated_bytes", disk->allocated_bytes()},
             {"first_writes", c.first_writes.load()},
             {"backend_bytes_written", c.backend_bytes_written.load()},
+            {"link_bytes_written", c.link_bytes_written.load()},
             {"backend_bytes_read", c.backend_bytes_read.load()},
             {"parent_bytes_read", c.parent_bytes_read.load()},
             {"hole_bytes_read", c.hole_bytes_read.load()},
