@@ -170,6 +170,8 @@ std::string disk_details(const json& d, const Style& style) {
         const auto granularity = number_of(probe, "granularity_bytes");
         field("cold", latency("cold") + " (first writes); granularity " +
                           (granularity ? format_size(granularity) : std::string("unknown")));
+        field("allocation", probe.value("allocation", std::string("unknown")) + ": " +
+                                probe.value("allocation_note", std::string()));
         if (probe.value("warm", json()).is_object()) {
             char ratio[32];
             std::snprintf(ratio, sizeof ratio, "%.1fx", real_of(probe, "penalty_ratio"));

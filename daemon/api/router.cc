@@ -460,6 +460,13 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
         if (d.probe.cold)
             out += "prewarmd_disk_backend_granularity_bytes{" + labels(d) + "} " +
                    std::to_string(d.probe.cold->granularity_bytes) + "\n";
+    family("prewarmd_disk_backend_whole_block", "gauge",
+           "1: a first write warms its whole block; 0: only the sectors written; absent: "
+           "unknown.");
+    for (const auto& d : disks)
+        if (d.probe.cold && d.probe.cold->allocation != Allocation::unknown)
+            out += "prewarmd_disk_backend_whole_block{" + labels(d) + "} " +
+                   (d.probe.cold->allocation == Allocation::whole_block ? "1" : "0") + "\n";
     family("prewarmd_disk_rate_bytes_per_second", "gauge", "Warming rate over the last 10 s.");
     for (const auto& d : disks)
         out += "prewarmd_disk_rate_bytes_per_second{" + labels(d) + "} " +

@@ -104,6 +104,10 @@ int probe_command(const std::vector<std::string>& args) {
                     cold->granularity_bytes ? format_size(cold->granularity_bytes).c_str()
                                             : "unknown",
                     cold->granularity_note.c_str());
+        std::printf("  a write beside a first one:  %s\n", latency_text(cold->beside).c_str());
+        std::printf("  allocation:                  %s (%s)\n",
+                    std::string(to_string(cold->allocation)).c_str(),
+                    cold->allocation_note.c_str());
         return exit_done;
     }
 

@@ -162,7 +162,7 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();
-    std::vector<double> cold, rewrite;
+    std::vector<double> cold, rewrite, calibration_first, beside;
     std::vector<uint64_t> estimates;
     const auto offsets = cold_offsets(g.size_bytes, out.strides);
     for (size_t i = 0; i < offsets.size(); ++i) {
@@ -172,6 +172,12 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
         cold.push_back(*first);
         if (i >= options.calibration_regions)
             continue;
+        calibration_first.push_back(*first);
+        auto next_to =
+            timed_rewrite(fd, buffer->get(), offsets[i] + probe_io_bytes, options.someone_else);
+        if (!next_to)
+            return next_to.error();
+        beside.push_back(*next_to);
         std::vector<double> at_distance;
         for (uint64_t d = min_granularity; d < max_granularity; d *= 2) {
             auto t = timed_rewrite(fd, buffer->get(), offsets[i] + d, options.someone_else);
@@ -202,7 +208,49 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
         if (out.granularity_bytes == max_granularity)
             out.granularity_note += "; 4 MiB or more";
     }
+    judge_allocation(out, calibration_first, beside, rewrite);
     return out;
+}
+
+std::string_view to_string(Allocation allocation) {
+    switch (allocation) {
+    case Allocation::whole_block:
+        return "whole-block";
+    case Allocation::per_sector:
+        return "per-sector";
+    case Allocation::unknown:
+        break;
+    }
+    return "unknown";
+}
+
+void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
+                      const std::vector<double>& beside_s, const std::vector<double>& again_s) {
+    probe.beside = summarize(beside_s);
+    const size_t n = std::min({first_s.size(), beside_s.size(), again_s.size()});
+    if (n == 0 || !has_penalty(probe)) {
+        probe.allocation = Allocation::unknown;
+        probe.allocation_note = "unknown: no first-write penalty to tell by";
+        return;
+    }
+    size_t warm = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (beside_s[i] <= std::sqrt(first_s[i] * again_s[i]))
+            ++warm;
+    const std::string counted = std::to_string(warm) + " of " + std::to_string(n) +
+                                " writes beside a first write were warm";
+    if (4 * warm >= 3 * n && probe.granularity_bytes) {
+        probe.allocation = Allocation::whole_block;
+        probe.allocation_note = counted + ": a first write warms its whole block";
+    } else if (4 * (n - warm) >= 3 * n) {
+        probe.allocation = Allocation::per_sector;
+        probe.allocation_note = counted + ": only the sectors written are warm";
+        if (probe.granularity_bytes)
+            probe.granularity_note += " (every new sector is cold: not a block size)";
+    } else {
+        probe.allocation = Allocation::unknown;
+        probe.allocation_note = counted + ": too mixed to tell";
+    }
 }
 
 Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
@@ -256,6 +304,9 @@ nlohmann::json to_json(const ProbeFigures& f) {
                         {"granularity_bytes", c.granularity_bytes},
                         {"granularity_note", c.granularity_note},
                         {"strides", c.strides},
+                        {"beside", to_json(c.beside)},
+                        {"allocation", std::string(to_string(c.allocation))},
+                        {"allocation_note", c.allocation_note},
                         {"first_write_penalty", penalty_ratio(c.cold, c.rewrite)},
                         {"warm", nullptr},
                         {"warm_reference", nullptr},
@@ -283,6 +334,12 @@ ProbeFigures probe_figures_from(const nlohmann::json& j) {
     c.granularity_bytes = j.value("granularity_bytes", uint64_t{0});
     c.granularity_note = j.value("granularity_note", std::string());
     c.strides = j.value("strides", 0u);
+    c.beside = latency_from(j.value("beside", nlohmann::json::object()));
+    const auto allocation = j.value("allocation", std::string());
+    c.allocation = allocation == "whole-block"  ? Allocation::whole_block
+                   : allocation == "per-sector" ? Allocation::per_sector
+                                                : Allocation::unknown;
+    c.allocation_note = j.value("allocation_note", std::string());
     f.cold = c;
     if (j.contains("warm") && j["warm"].is_object()) {
         WarmProbe w;

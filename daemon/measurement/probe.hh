@@ -44,6 +44,12 @@ struct ProbeOptions {
     SomeoneElse someone_else;               // none: the disk is the probe's alone
 };
 
+// How the backend allocates: a first write to a block makes the whole block warm
+// (qcow2 without subclusters, LVM thin, blktap's VHD without a bitmap), or only the
+// sectors written (a VHD's sector bitmap): a write beside a first write is cold.
+enum class Allocation { unknown, whole_block, per_sector };
+std::string_view to_string(Allocation allocation);
+
 struct ColdProbe {
     double zero_read_bytes_per_s = 0; // reading never-written space
     ProbeLatency cold;                // first writes, one per stride
@@ -51,6 +57,10 @@ struct ColdProbe {
     uint64_t granularity_bytes = 0;   // estimated allocation unit, 64 KiB .. 4 MiB; 0 unknown
     std::string granularity_note;     // how sure, or why unknown
     unsigned strides = 0;             // K as used: the warm probe needs the same
+    // Writes 4 KiB beside each calibration region's first write, and the verdict.
+    ProbeLatency beside;
+    Allocation allocation = Allocation::unknown;
+    std::string allocation_note; // the evidence, or why unknown
 };
 
 // The smallest and largest granularities told apart, and the bytes of one sample.
@@ -84,6 +94,15 @@ Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
 // a log scale); none: the block is 4 MiB or more. 0: the references do not differ
 // enough to tell (no first-write penalty here).
 uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s);
+
+// The verdict from the calibration regions: per region, its first write, the write
+// 4 KiB beside it just after, and the first place again (warm). A write beside is
+// warm when nearer the rewrite than the first write on a log scale. Whole-block
+// when at least 3 in 4 regions found it warm and the granularity is known;
+// per-sector when at least 3 in 4 found it cold; unknown otherwise, or without a
+// first-write penalty. Sets `allocation` and `allocation_note`.
+void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
+                      const std::vector<double>& beside_s, const std::vector<double>& again_s);
 
 // What a job keeps of its probes: the cold one before it wrote anything, the warm
 // one once it was done. In its record, the API, prewarmctl show and the metrics.

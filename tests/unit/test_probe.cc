@@ -96,6 +96,8 @@ TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
     f.cold->granularity_bytes = 2 * MiB;
     f.cold->granularity_note = "8 of 8 regions agree";
     f.cold->strides = 16;
+    f.cold->allocation = Allocation::whole_block;
+    f.cold->allocation_note = "8 of 8 writes beside a first write were warm";
     auto j = to_json(f);
     CHECK(j["warm"].is_null());
     CHECK(j["penalty_ratio"].is_null());
@@ -109,9 +111,39 @@ TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
     CHECK(back.cold->granularity_bytes == 2 * MiB);
     CHECK(back.cold->strides == 16);
     CHECK(back.cold->granularity_note == "8 of 8 regions agree");
+    CHECK(back.cold->allocation == Allocation::whole_block);
     CHECK(back.warm->warm.p50_s == doctest::Approx(warm));
     CHECK(back.warm->ratio_p50 == doctest::Approx(1.0));
     CHECK(to_json(back) == j);
     CHECK_FALSE(probe_figures_from(nlohmann::json()).cold);
     CHECK_FALSE(probe_figures_from(nlohmann::json::object()).cold);
+}
+
+TEST_CASE("allocation: whole-block, per-sector or unknown, with a margin for noise") {
+    ColdProbe p;
+    p.cold = summarize({cold});
+    p.rewrite = summarize({warm});
+    p.granularity_bytes = 2 * MiB;
+    const std::vector<double> first(8, cold), again(8, warm);
+    // Beside a first write: warm in 7 of 8 (one slow sample is noise).
+    std::vector<double> beside(8, warm * 1.5);
+    beside[3] = cold;
+    judge_allocation(p, first, beside, again);
+    CHECK(p.allocation == Allocation::whole_block);
+    CHECK(p.allocation_note.find("7 of 8") == 0);
+    // Cold beside every first write: a sector bitmap.
+    judge_allocation(p, first, std::vector<double>(8, cold * 0.9), again);
+    CHECK(p.allocation == Allocation::per_sector);
+    // Half and half: no verdict.
+    judge_allocation(p, first, {warm, cold, warm, cold, warm, cold, warm, cold}, again);
+    CHECK(p.allocation == Allocation::unknown);
+    // Warm beside, but the block size unknown: not proven whole-block.
+    p.granularity_bytes = 0;
+    judge_allocation(p, first, std::vector<double>(8, warm), again);
+    CHECK(p.allocation == Allocation::unknown);
+    // No first-write penalty: nothing to tell by.
+    p.granularity_bytes = 2 * MiB;
+    p.cold = summarize({warm * 2});
+    judge_allocation(p, first, std::vector<double>(8, warm), again);
+    CHECK(p.allocation == Allocation::unknown);
 }
