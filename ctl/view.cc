@@ -154,9 +154,13 @@ std::string disk_details(const json& d, const Style& style) {
         }
         const auto mode = text_of(progress, "mode");
         if (!mode.empty())
-            field("mode", mode + (text_of(progress, "io_engine").empty()
-                                      ? ""
-                                      : ", " + text_of(progress, "io_engine")));
+            field("mode", mode +
+                              (text_of(progress, "strategy").empty()
+                                   ? ""
+                                   : ", " + text_of(progress, "strategy")) +
+                              (text_of(progress, "io_engine").empty()
+                                   ? ""
+                                   : ", " + text_of(progress, "io_engine")));
     }
     const auto probe = d.value("probe", json());
     if (probe.is_object()) {

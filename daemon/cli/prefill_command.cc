@@ -28,6 +28,7 @@
 #include "io/device.hh"
 #include "io/free_space.hh"
 #include "io/open_watch.hh"
+#include "measurement/probe.hh"
 #include "safety/filesystem.hh"
 #include "safety/system.hh"
 
@@ -43,6 +44,9 @@ constexpr OptionSpec prefill_options[] = {
     {"queue-depth", 0, "N", "chunks in flight, 1 to 64 (default 8)"},
     {"chunk", 0, "SIZE", "chunk size (default 4MiB, grown to suit the device)"},
     {"backend-block", 0, "SIZE", "the backend's allocation block (default 2MiB)"},
+    {"strategy", 0, "STRATEGY",
+     "full: every byte; sparse: 4 KiB per backend block;\n"
+     "auto (default): sparse where the probe proves it enough"},
     {"checkpoint", 0, "FILE", "record progress in FILE, and resume from it"},
     {"checkpoint-interval", 0, "DURATION", "how often to flush and record (default 5s)"},
     {"io-engine", 0, "ENGINE", "auto (default), uring or sync (pread/pwrite)"},
@@ -75,6 +79,8 @@ std::string usage() {
 struct Settings {
     std::string path;
     std::string reserve = "5%";
+    Strategy strategy = Strategy::automatic;
+    bool backend_block_explicit = false;
     JobOptions job;
     bool chunk_explicit = false;
     uint64_t backend_block_bytes = 2 * 1024 * 1024;
@@ -110,6 +116,13 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
         if (auto ok = size(name, *out); !ok)
             return ok.error();
     s.chunk_explicit = args.has("chunk");
+    s.backend_block_explicit = args.has("backend-block");
+    if (const auto text = args.value("strategy")) {
+        const auto strategy = parse_strategy(*text);
+        if (!strategy)
+            return bad("--strategy: '" + *text + "' is not auto, full or sparse");
+        s.strategy = *strategy;
+    }
     if (const auto text = args.value("rate")) {
         auto rate = parse_rate(*text);
         if (!rate)
@@ -300,6 +313,66 @@ int run_prepared(const Settings& s, Device& device, JobTarget target, Console& c
     return run_job(job, s, console);
 }
 
+// Sparse where the probe proves one write per block enough (or where asked), then
+// the proof: places in the middle of blocks the job wrote only at their start must
+// be warm. Not so: full writes after all (auto), or a failure saying why (sparse).
+int run_sparse(Settings s, Device& device, JobTarget target, Console& console) {
+    const auto fail = [](int code, const std::string& message) {
+        return command_error("prefill", code, message);
+    };
+    // The probe writes too: it stops for others as the job does.
+    ProbeOptions options;
+    if (target.opens && target.who_else)
+        options.someone_else = [&target] {
+            return target.opens->seen() ? target.who_else() : std::string();
+        };
+    auto cold = probe_cold(device, options);
+    if (!cold) {
+        if (s.strategy == Strategy::sparse)
+            return fail(exit_failed, "probe: " + cold.error().message +
+                                         ": sparse warming cannot be proven here");
+        console.message("probe: " + cold.error().message + ": full writes");
+        return run_prepared(s, device, std::move(target), console);
+    }
+    if (s.strategy == Strategy::automatic && cold->allocation != Allocation::whole_block) {
+        console.message("full writes: the probe found " + std::string(to_string(cold->allocation)) +
+                        " allocation (" + cold->allocation_note + ")");
+        return run_prepared(s, device, std::move(target), console);
+    }
+    const uint64_t step = s.backend_block_explicit || !cold->granularity_bytes
+                              ? s.backend_block_bytes
+                              : cold->granularity_bytes;
+    const uint64_t piece =
+        std::max<uint64_t>(probe_io_bytes, device.geometry().logical_block_bytes);
+    console.message("sparse: one " + format_size(piece) + " write per " + format_size(step) +
+                    " block (" + cold->allocation_note + ")");
+    JobTarget full = target;
+    target.source = [regions = target.regions, last = target.last, step, piece](
+                        const RangeSet& done, uint64_t) -> Result<std::unique_ptr<ChunkSource>> {
+        return std::unique_ptr<ChunkSource>(
+            std::make_unique<SparseQueue>(regions, step, piece, done, last));
+    };
+    const int sparse = run_prepared(s, device, std::move(target), console);
+    if (sparse != exit_done)
+        return sparse;
+
+    auto warm = probe_warm(device, cold->strides, {}, step / 2);
+    if (!warm)
+        return fail(exit_failed, "probe after: " + warm.error().message);
+    if (!still_cold(*cold, *warm)) {
+        console.message("probe after: the middle of the blocks is warm (" +
+                        format_ratio(warm->ratio_p50) + " a place written before)");
+        return exit_done;
+    }
+    const std::string why = "the middle of the blocks is still cold after sparse writes (" +
+                            format_ratio(warm->ratio_p50) + " a place written before)";
+    if (s.strategy == Strategy::sparse)
+        return fail(exit_failed, why);
+    console.message(why + ": full writes after all");
+    s.job.checkpoint_path.clear(); // the sparse one covers every block
+    return run_prepared(s, device, std::move(full), console);
+}
+
 // "5%" of the filesystem's size, or a size.
 Result<uint64_t> parse_reserve(const std::string& text, uint64_t fs_size) {
     if (!text.empty() && text.back() == '%') {
@@ -422,7 +495,9 @@ int prefill_command(const std::vector<std::string>& args) {
         target.who_else = [disk = device->devnum()] { return someone_else(disk); };
         target.last = where_writers_start(geometry.size_bytes);
     }
-    return run_prepared(s, *device, std::move(target), console);
+    if (s.strategy == Strategy::full || s.job.mode == Mode::read || !geometry.is_block_device)
+        return run_prepared(s, *device, std::move(target), console);
+    return run_sparse(s, *device, std::move(target), console);
 }
 
 } // namespace prewarmd

@@ -223,6 +223,18 @@ const std::vector<Option>& options() {
                  {{"zero", Mode::zero}, {"rewrite", Mode::rewrite}, {"read", Mode::read}});
          },
          [](const Config& a, const Config& b) { return a.mode == b.mode; }},
+        {"prefill", "strategy", "\"auto\"",
+         "\"auto\": one 4 KiB write per backend block where the probe proves a first write\n"
+         "warms the whole block (proven again after the job, else full writes); \"full\":\n"
+         "every byte; \"sparse\": one write per block, failing if the proof does not hold.",
+         true,
+         [](const toml::node& n, Config& c) {
+             return choice<Strategy>(n, c.strategy,
+                                     {{"auto", Strategy::automatic},
+                                      {"full", Strategy::full},
+                                      {"sparse", Strategy::sparse}});
+         },
+         [](const Config& a, const Config& b) { return a.strategy == b.strategy; }},
         {"prefill", "chunk", "\"4MiB\"",
          "The size of each read and write; a multiple of backend_block and of the disk's\n"
          "optimal I/O size (the default grows to fit).",

@@ -38,6 +38,7 @@ struct Config {
     // [prefill]
     AutoPrefill auto_prefill = AutoPrefill::blank;
     Mode mode = Mode::zero;
+    Strategy strategy = Strategy::automatic;
     uint64_t chunk_bytes = 4 * 1024 * 1024;
     bool chunk_set = false; // given in the file: then a misfit is an error, not grown
     uint64_t backend_block_bytes = 2 * 1024 * 1024;

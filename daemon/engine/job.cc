@@ -394,13 +394,15 @@ void PrefillJob::issue(Clock::time_point now) {
         const Extent* next = m_source->peek();
         if (!next)
             break;
-        const auto ready = m_bucket.ready_at(now, next->length);
+        // The rate is of the disk covered: a sparse job's piece counts its block.
+        const uint64_t covered = m_source->covered(*next).length;
+        const auto ready = m_bucket.ready_at(now, covered);
         if (ready > now) {
             m_throttled_until = ready;
             break;
         }
         m_throttled_until.reset();
-        m_bucket.take(now, next->length);
+        m_bucket.take(now, covered);
         slot.chunk = *next;
         m_source->take();
         slot.buffer = m_free_buffers.back();
@@ -549,9 +551,10 @@ bool PrefillJob::others_arrived() {
 void PrefillJob::finish_chunk(Slot& slot, Clock::time_point now) {
     release_buffer(slot);
     m_source->visited(slot.chunk);
-    m_pending.push_back(slot.chunk);
-    m_visited_bytes += slot.chunk.length;
-    m_window.add(now, slot.chunk.length);
+    const auto covered = m_source->covered(slot.chunk);
+    m_pending.push_back(covered);
+    m_visited_bytes += covered.length;
+    m_window.add(now, covered.length);
     slot.stage = Slot::Stage::idle;
 }
 
@@ -778,8 +781,10 @@ void PrefillJob::publish(Clock::time_point now) {
     s.mode = std::string(to_string(m_options.mode));
     s.io_engine = m_engine->name();
     // A filesystem's free space is known as it is claimed: the source's word now.
-    if (m_source)
+    if (m_source) {
         m_total_bytes = m_source->total_bytes() + m_target.allocated_bytes;
+        s.strategy = m_source->sparse() ? "sparse" : "full";
+    }
     s.total_bytes = m_total_bytes;
     s.resumed_bytes = m_resumed_bytes;
     s.done_bytes =

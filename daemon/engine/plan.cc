@@ -108,6 +108,61 @@ const Extent* ChunkQueue::peek() {
     return m_next ? &*m_next : nullptr;
 }
 
+SparseQueue::SparseQueue(const RangeSet& regions, uint64_t step, uint64_t piece,
+                         const RangeSet& done, const RangeSet& last)
+    : m_step(step), m_piece(piece) {
+    // Whole blocks of the regions (a region's ragged ends belong to blocks partly
+    // outside it: visited too, by their start, when it is inside).
+    RangeSet blocks;
+    for (const auto& r : regions.extents()) {
+        const uint64_t begin = (r.offset + step - 1) / step * step;
+        if (begin < r.end())
+            blocks.add(begin, r.end());
+        m_end = std::max(m_end, r.end());
+    }
+    m_total = blocks.total_bytes();
+    RangeSet todo;
+    for (const auto& b : blocks.extents())
+        for (uint64_t at = b.offset; at < b.end(); at += step) {
+            const uint64_t end = std::min(at + step, b.end());
+            if (done.covers(at, end))
+                m_resumed += end - at;
+            else
+                todo.add(at, end);
+        }
+    const auto first = todo.minus(last);
+    const auto later = todo.intersection(last);
+    m_blocks = first.extents();
+    m_blocks.insert(m_blocks.end(), later.extents().begin(), later.extents().end());
+    if (!m_blocks.empty())
+        m_at = (m_blocks[0].offset + step - 1) / step * step;
+}
+
+const Extent* SparseQueue::peek() {
+    if (m_next)
+        return &*m_next;
+    if (!m_again.empty()) {
+        m_next = m_again.front();
+        m_again.pop_front();
+        return &*m_next;
+    }
+    while (m_run < m_blocks.size()) {
+        const auto& run = m_blocks[m_run];
+        if (m_at < run.end()) {
+            m_next = Extent{m_at, std::min(m_piece, run.end() - m_at)};
+            m_at += m_step;
+            return &*m_next;
+        }
+        if (++m_run < m_blocks.size())
+            m_at = (m_blocks[m_run].offset + m_step - 1) / m_step * m_step;
+    }
+    return nullptr;
+}
+
+Extent SparseQueue::covered(const Extent& chunk) const {
+    return {chunk.offset, std::min(m_step, m_end - chunk.offset)};
+}
+
 RangeSet where_writers_start(uint64_t size) {
     constexpr uint64_t edge = 16ULL << 20;
     RangeSet out;

@@ -60,6 +60,12 @@ public:
     virtual bool exhausted() = 0;
     virtual uint64_t total_bytes() const = 0;
     virtual uint64_t resumed_bytes() const = 0; // visited in an earlier run
+    // The disk range a visited chunk stands for: itself, or for a sparse job's
+    // small piece its whole backend block. Progress, the rate and the checkpoint
+    // count it.
+    virtual Extent covered(const Extent& chunk) const { return chunk; }
+    // One piece per block rather than every byte.
+    virtual bool sparse() const { return false; }
     // Its own work, on the job's thread: when it next wants to run (nullopt: no
     // time of its own). An error ends the job.
     virtual Result<std::optional<Clock::time_point>> tick(Clock::time_point now) {
@@ -84,6 +90,33 @@ private:
     bool m_plan_left = true;
     std::deque<Extent> m_again;
     std::optional<Extent> m_next;
+};
+
+// A sparse job's chunks: one piece (`piece` bytes) at the start of each backend
+// block (`step`, aligned on the disk) of the regions, standing for the whole
+// block; blocks `done` covers are passed over, those in `last` come last.
+class SparseQueue final : public ChunkSource {
+public:
+    SparseQueue(const RangeSet& regions, uint64_t step, uint64_t piece, const RangeSet& done,
+                const RangeSet& last = {});
+    const Extent* peek() override;
+    void take() override { m_next.reset(); }
+    void again(const Extent& chunk) override { m_again.push_front(chunk); }
+    bool exhausted() override { return peek() == nullptr; }
+    uint64_t total_bytes() const override { return m_total; }
+    uint64_t resumed_bytes() const override { return m_resumed; }
+    Extent covered(const Extent& chunk) const override;
+    bool sparse() const override { return true; }
+
+private:
+    std::vector<Extent> m_blocks; // runs of whole blocks to visit, in order
+    uint64_t m_step, m_piece;
+    size_t m_run = 0;
+    uint64_t m_at = 0; // next block start in the current run
+    std::deque<Extent> m_again;
+    std::optional<Extent> m_next;
+    uint64_t m_total = 0, m_resumed = 0;
+    uint64_t m_end = 0; // of the regions: a last block may be short
 };
 
 // The regions a job visits: a block device whole; a file's holes, trimmed to the

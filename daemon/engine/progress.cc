@@ -39,6 +39,7 @@ void to_json(nlohmann::json& out, const ProgressSnapshot& s) {
         {"state", to_string(s.status)},
         {"reason", s.reason},
         {"mode", s.mode},
+        {"strategy", s.strategy},
         {"io_engine", s.io_engine},
         {"total_bytes", s.total_bytes},
         {"done_bytes", s.done_bytes},

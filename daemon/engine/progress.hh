@@ -36,6 +36,7 @@ struct ProgressSnapshot {
     JobStatus status = JobStatus::queued;
     std::string reason; // why it is paused, failed, detached, ... ("" otherwise)
     std::string mode;
+    std::string strategy;  // "full", "sparse" (done_bytes: covered; written_bytes: written)
     std::string io_engine; // "io_uring, registered buffers", "pread/pwrite", ...
     uint64_t total_bytes = 0;
     uint64_t done_bytes = 0;    // visited: written, skipped or read, including resumed

@@ -254,7 +254,7 @@ void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
 }
 
 Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
-                             const SomeoneElse& someone_else) {
+                             const SomeoneElse& someone_else, uint64_t shift) {
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();
@@ -266,7 +266,7 @@ Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
         auto r = timed_rewrite(device.fd(), buffer->get(), references[i], someone_else);
         if (!r)
             return r.error();
-        auto t = timed_rewrite(device.fd(), buffer->get(), places[i], someone_else);
+        auto t = timed_rewrite(device.fd(), buffer->get(), places[i] + shift, someone_else);
         if (!t)
             return t.error();
         reference.push_back(*r);

@@ -84,8 +84,10 @@ struct WarmProbe {
 };
 
 Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options);
+// `shift`: the warm places that far into their blocks (after a sparse job, which
+// wrote each block's start only, the proof is in the middle).
 Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
-                             const SomeoneElse& someone_else = {});
+                             const SomeoneElse& someone_else = {}, uint64_t shift = 0);
 
 // The granularity from one region's write times: the cold reference (the region's
 // first write), the warm reference (the same place again), and the times of writes

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -21,20 +22,29 @@
 namespace prewarmd {
 namespace {
 
+using EngineFactory = std::function<Result<std::unique_ptr<IoEngine>>()>;
+
 // A PrefillJob on its own thread, with the disk it holds open; the probes around
 // it on the same thread, under the same open. On a disk it shares, the job and the
-// probes step aside when someone else opens it.
+// probes step aside when someone else opens it. Sparse where the strategy and the
+// probe say so, proven after; not proven under "auto": full writes after all, a
+// second PrefillJob in the first one's place.
 class ThreadJob final : public RunningJob {
 public:
     ThreadJob(Device device, std::optional<OpenWatch> opens, const JobSpec& spec, JobTarget target,
-              std::unique_ptr<IoEngine> engine, EventSink events, std::function<void()> on_finished)
+              EngineFactory make_engine, std::unique_ptr<IoEngine> engine, EventSink events,
+              std::function<void()> on_finished)
         : m_device(std::move(device)), m_opens(std::move(opens)), m_events(events),
-          m_probe(spec.probe_before), m_job(spec.options, watched(std::move(target)),
-                                            std::move(engine), m_device, std::move(events)),
+          m_make_engine(std::move(make_engine)), m_probe(spec.probe_before),
+          m_target(strategic(watched(std::move(target)))),
+          m_job(std::make_unique<PrefillJob>(spec.options, m_target, std::move(engine), m_device,
+                                             events)),
           m_thread([this, spec, done = std::move(on_finished)] {
               if (probe_before(spec)) {
-                  m_final = m_job.run();
-                  if (m_final.status == JobStatus::done)
+                  m_final = m_job->run();
+                  if (m_final.status == JobStatus::done && m_sparse_step)
+                      prove_sparse(spec);
+                  else if (m_final.status == JobStatus::done)
                       probe_after(spec);
               }
               m_finished = true;
@@ -42,13 +52,21 @@ public:
           }) {}
     ~ThreadJob() override {
         if (m_thread.joinable()) {
-            m_job.command(StopCommand{JobStatus::cancelled, "the daemon is stopping"});
+            command(StopCommand{JobStatus::cancelled, "the daemon is stopping"});
             m_thread.join();
         }
     }
 
-    ProgressSnapshot snapshot() const override { return m_job.snapshot(); }
-    void command(JobCommand command) override { m_job.command(std::move(command)); }
+    ProgressSnapshot snapshot() const override {
+        std::lock_guard lock(m_job_mutex);
+        return m_job->snapshot();
+    }
+    void command(JobCommand command) override {
+        std::lock_guard lock(m_job_mutex);
+        if (std::holds_alternative<StopCommand>(command))
+            m_stopped = true; // no full pass after a sparse one, then
+        m_job->command(std::move(command));
+    }
     bool finished() const override { return m_finished; }
     ProbeFigures probe() const override {
         std::lock_guard lock(m_probe_mutex);
@@ -61,6 +79,104 @@ public:
     }
 
 private:
+    // Chunks as the strategy turns out once the probe has spoken (on this thread,
+    // before the job starts): one piece per block, or every byte.
+    JobTarget strategic(JobTarget target) {
+        target.source = [this, regions = target.regions, last = target.last](
+                            const RangeSet& done,
+                            uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
+            if (const uint64_t step = m_sparse_step)
+                return std::unique_ptr<ChunkSource>(
+                    std::make_unique<SparseQueue>(regions, step, sparse_piece(), done, last));
+            return std::unique_ptr<ChunkSource>(
+                std::make_unique<ChunkQueue>(ChunkPlan(regions, chunk, done, last)));
+        };
+        return target;
+    }
+
+    uint64_t sparse_piece() const {
+        return std::max<uint64_t>(probe_io_bytes, m_device.geometry().logical_block_bytes);
+    }
+
+    // Sparse or full: forced, or proven by a cold probe taken now (a resumed job,
+    // with no fresh probe, writes every byte: never less warm).
+    void choose_strategy(const JobSpec& spec, bool probed_now) {
+        if (spec.options.mode == Mode::read || spec.strategy == Strategy::full)
+            return;
+        const auto& cold = m_probe.cold;
+        const bool proven = probed_now && cold && cold->allocation == Allocation::whole_block;
+        if (spec.strategy == Strategy::automatic && !proven) {
+            if (probed_now && cold)
+                m_events(EventLevel::info, "full writes: the probe found " +
+                                               std::string(to_string(cold->allocation)) +
+                                               " allocation (" + cold->allocation_note + ")");
+            return;
+        }
+        // The probe's granularity where it found one: the block a first write warms.
+        const uint64_t step = cold && cold->granularity_bytes ? cold->granularity_bytes
+                                                              : spec.options.backend_block_bytes;
+        m_sparse_step = step;
+        m_events(EventLevel::info, "sparse: one " + format_size(sparse_piece()) + " write per " +
+                                       format_size(step) + " block" +
+                                       (proven ? " (" + cold->allocation_note + ")"
+                                               : " (strategy = \"sparse\", not probed)"));
+    }
+
+    // After a sparse job: the middle of blocks it wrote only at their start must be
+    // warm. Not so: "sparse" fails saying so; "auto" writes every byte after all.
+    void prove_sparse(const JobSpec& spec) {
+        if (!m_probe.cold) {
+            m_events(EventLevel::warning, "sparse writes not proven: no cold probe to compare");
+            return;
+        }
+        auto warm = probe_warm(m_device, m_probe.cold->strides,
+                               m_opens ? SomeoneElse([this] { return arrived(); }) : SomeoneElse(),
+                               m_sparse_step / 2);
+        if (!warm) {
+            m_events(EventLevel::warning, "probe after: " + warm.error().message);
+            return;
+        }
+        {
+            std::lock_guard lock(m_probe_mutex);
+            m_probe.warm = *warm;
+        }
+        if (!still_cold(*m_probe.cold, *warm)) {
+            m_events(EventLevel::info, "probe after: the middle of the blocks is warm (" +
+                                           format_ratio(warm->ratio_p50) +
+                                           " a place written before)");
+            return;
+        }
+        const std::string why = "the middle of the blocks is still cold after sparse writes (" +
+                                format_ratio(warm->ratio_p50) + " a place written before)";
+        if (spec.strategy == Strategy::sparse) {
+            m_final.status = JobStatus::failed;
+            m_final.reason = why;
+            m_events(EventLevel::warning, why);
+            return;
+        }
+        m_events(EventLevel::warning, why + ": full writes after all");
+        auto engine = m_make_engine();
+        if (!engine) {
+            m_final.status = JobStatus::failed;
+            m_final.reason = why + "; full writes could not start: " + engine.error().message;
+            return;
+        }
+        {
+            std::lock_guard lock(m_job_mutex);
+            if (m_stopped)
+                return;
+            // The sparse job's checkpoint covers every block: the full one starts afresh.
+            std::error_code ec;
+            std::filesystem::remove(spec.options.checkpoint_path, ec);
+            m_sparse_step = 0;
+            m_job = std::make_unique<PrefillJob>(spec.options, m_target, std::move(*engine),
+                                                 m_device, m_events);
+        }
+        m_final = m_job->run();
+        if (m_final.status == JobStatus::done)
+            probe_after(spec);
+    }
+
     // The job's target, with the watch of others' opens where the disk is shared.
     JobTarget watched(JobTarget target) {
         if (m_opens) {
@@ -82,6 +198,7 @@ private:
         const bool writes = spec.options.mode != Mode::read;
         const auto checkpoint = load_checkpoint(spec.options.checkpoint_path);
         const bool fresh = !m_probe.cold && !(checkpoint && *checkpoint);
+        bool probed_now = false;
         if (spec.probe && writes && fresh) {
             if (const auto who = m_opens ? someone_else(m_device.devnum()) : std::string();
                 !who.empty()) {
@@ -107,6 +224,7 @@ private:
                                                       : std::string("unknown")));
                 std::lock_guard lock(m_probe_mutex);
                 m_probe.cold = *cold;
+                probed_now = true;
             }
         }
         if (spec.backend_block_auto) {
@@ -114,12 +232,13 @@ private:
                                        ? m_probe.cold->granularity_bytes
                                        : 2ULL << 20;
             const uint64_t block = std::min(found, spec.options.chunk_bytes);
-            m_job.set_backend_block(block);
+            m_job->set_backend_block(block);
             m_events(EventLevel::info, "backend block " + format_size(block) +
                                            (m_probe.cold && m_probe.cold->granularity_bytes
                                                 ? " (as probed)"
                                                 : " (the probe could not tell)"));
         }
+        choose_strategy(spec, probed_now);
         return true;
     }
 
@@ -155,9 +274,14 @@ private:
     Device m_device; // closed when the job is gone, and its exclusive open (if any) with it
     std::optional<OpenWatch> m_opens;
     EventSink m_events;
+    EngineFactory m_make_engine;
     mutable std::mutex m_probe_mutex;
     ProbeFigures m_probe;
-    PrefillJob m_job;
+    std::atomic<uint64_t> m_sparse_step{0}; // 0: full writes
+    JobTarget m_target;
+    mutable std::mutex m_job_mutex; // m_job is replaced once, for full writes after sparse
+    bool m_stopped = false;
+    std::unique_ptr<PrefillJob> m_job;
     ProgressSnapshot m_final;
     std::atomic<bool> m_finished{false};
     std::thread m_thread;
@@ -223,6 +347,11 @@ Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, con
     auto engine = make_io_engine(m_config.io_engine, device->fd(), options.queue_depth, note);
     if (!engine)
         return engine.error();
+    EngineFactory make_engine = [kind = m_config.io_engine, fd = device->fd(),
+                                 depth = options.queue_depth]() {
+        std::string unused;
+        return make_io_engine(kind, fd, depth, unused);
+    };
     if (!note.empty())
         m_log(true, spec.identity + ": " + note);
 
@@ -236,7 +365,8 @@ Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, con
     JobSpec run = spec;
     run.options = options;
     return std::unique_ptr<RunningJob>(new ThreadJob(
-        std::move(*device), std::move(opens), run, std::move(target), std::move(*engine),
+        std::move(*device), std::move(opens), run, std::move(target), std::move(make_engine),
+        std::move(*engine),
         [log, identity](EventLevel level, const std::string& message) {
             log(level == EventLevel::warning, identity + ": " + message);
         },

@@ -24,6 +24,7 @@ struct JobSpec {
     bool probe = false;
     ProbeFigures probe_before;       // from the record: a resumed job keeps its cold probe
     bool backend_block_auto = false; // the probe's granularity sets the backend block
+    Strategy strategy = Strategy::full;
 };
 
 // A job on its own thread.

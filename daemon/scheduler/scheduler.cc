@@ -474,6 +474,7 @@ JobSpec Scheduler::spec_for(const Entry& e) const {
     spec.probe = m_config.probe;
     spec.probe_before = e.probe;
     spec.backend_block_auto = m_config.backend_block_auto;
+    spec.strategy = m_config.strategy;
     o.queue_depth = e.asked.queue_depth.value_or(m_config.queue_depth);
     o.idle_priority = m_config.idle_priority;
     o.checkpoint_path = m_state.checkpoint_path(e.identity);

@@ -75,6 +75,32 @@ TEST_CASE("the plan cuts regions at chunk multiples and skips what is done") {
     CHECK_FALSE(plan.next());
 }
 
+TEST_CASE("a sparse queue: one piece per backend block, standing for the block") {
+    RangeSet regions;
+    regions.add(0, 10 * MiB + 512 * KiB); // the last block is short
+    RangeSet done;
+    done.add(2 * MiB, 4 * MiB); // one block done
+    RangeSet last;
+    last.add(0, 2 * MiB); // where writers start: last
+    SparseQueue q(regions, 2 * MiB, 4 * KiB, done, last);
+    CHECK(q.total_bytes() == 10 * MiB + 512 * KiB);
+    CHECK(q.resumed_bytes() == 2 * MiB);
+    std::vector<uint64_t> starts;
+    while (const Extent* e = q.peek()) {
+        CHECK(e->length == 4 * KiB);
+        starts.push_back(e->offset);
+        q.take();
+    }
+    CHECK(starts == std::vector<uint64_t>{4 * MiB, 6 * MiB, 8 * MiB, 10 * MiB, 0});
+    CHECK(q.covered({4 * MiB, 4 * KiB}) == Extent{4 * MiB, 2 * MiB});
+    CHECK(q.covered({10 * MiB, 4 * KiB}) == Extent{10 * MiB, 512 * KiB});
+    q.again({6 * MiB, 4 * KiB});
+    REQUIRE(q.peek());
+    CHECK(q.peek()->offset == 6 * MiB);
+    q.take();
+    CHECK(q.exhausted());
+}
+
 TEST_CASE("a file's holes are its regions, trimmed to the direct I/O alignment") {
     Geometry g{.size_bytes = 20 * MiB, .dio_align_bytes = 4096};
     RangeSet data;

@@ -1,0 +1,33 @@
+# The daemon's jobs warm sparsely where the probe proves it enough (strategy =
+# "auto", the default): on a whole-block backend that allocates on the storage
+# host, the job writes one 4 KiB piece per 2 MiB block, the middle of the blocks
+# is proven warm, every block is allocated with under 1% of the disk sent, and the
+# API shows the strategy with the disk covered beside the bytes written; on a
+# sector-bitmap backend the job writes every byte.
+source "$(dirname "$0")/lib.sh"
+require_devices
+require_udevd
+
+sim_up --host-allocation --disk whole=1GiB --disk bitmap=256MiB,bitmap=on
+start_daemon '[discovery]
+match = '"$(sim_match)"'
+attach_grace = "1s"
+[prefill]
+total_rate = "unlimited"
+max_parallel = 2'
+
+wait_for_log "$(disk_pattern whole | cut -d' ' -f1): sparse: one 4.00 KiB write per 2.00 MiB block" 30
+wait_for_log "$(disk_pattern whole | cut -d' ' -f1): probe after: the middle of the blocks is warm" 60
+wait_for_log "$(disk_pattern whole): running -> done" 30
+check_eq "$(stat_of whole blocks_allocated)" "$(stat_of whole blocks_total)" "whole: every block allocated"
+check_ge $((1024 * 1024 * 1024 / 100)) "$(stat_of whole link_bytes_written)" \
+    "whole: 1% of the disk, at least the bytes sent over the link"
+id=$(curl -s "$API/v1/disks" | jq -r '.disks[] | select(.id | contains("_mnt_whole-")) | .id')
+progress=$(curl -s "$API/v1/disks/$id" | jq .progress)
+check_eq "$(jq -r .strategy <<<"$progress")" sparse "whole: the strategy in the API"
+check_eq "$(jq -r .done_bytes <<<"$progress")" $((1024 * 1024 * 1024)) "whole: the disk covered"
+check_ge $((16 * 1024 * 1024)) "$(jq -r .written_bytes <<<"$progress")" "whole: 16 MiB, at least the bytes written"
+
+wait_for_log "$(disk_pattern bitmap | cut -d' ' -f1): full writes: the probe found per-sector allocation" 30
+wait_for_log "$(disk_pattern bitmap): running -> done" 60
+check_ge "$(stat_of bitmap link_bytes_written)" $((256 * 1024 * 1024)) "bitmap: bytes sent (the whole disk)"
