@@ -8,7 +8,7 @@ require_udevd
 command -v fio >/dev/null || cannot_run "no fio (package fio)"
 
 sim_up --bandwidth 100MiB/s --disk a=256MiB --disk b=1GiB
-"$prewarmd" prefill --json "$(dev_of a)" >/dev/null 2>&1 || fail "warming A: exit $?"
+"$prewarmd" prefill --strategy full --json "$(dev_of a)" >/dev/null 2>&1 || fail "warming A: exit $?"
 fio --name=fg --filename="$(dev_of a)" --rw=randwrite --bs=4k --iodepth=1 --direct=1 \
     --ioengine=psync --time_based --runtime=10 --size=256M >"$TEST_DIR/fio" 2>&1 &
 fio_pid=$!

@@ -13,6 +13,7 @@ start_daemon '[discovery]
 match = '"$(sim_match)"'
 attach_grace = "1s"
 [prefill]
+strategy = "auto"
 total_rate = "unlimited"
 max_parallel = 2'
 

@@ -22,7 +22,7 @@ round() { # NAME DELAY OFFSET_MIB [DD FLAGS...]
     local name=$1 delay=$2 offset=$3 dev status
     shift 3
     dev=$(dev_of "$name")
-    "$prewarmd" prefill --rate 512MiB/s "$dev" >"$TEST_DIR/prefill.out" 2>&1 &
+    "$prewarmd" prefill --strategy full --rate 512MiB/s "$dev" >"$TEST_DIR/prefill.out" 2>&1 &
     local job=$!
     sleep "$delay"
     dd if="$TEST_DIR/pattern" of="$dev" bs=1M seek="$offset" status=none "$@"

@@ -139,17 +139,21 @@ require_udevd() {
 # CONFIG as the daemon gets it: unless it has its own, the API gets this test's port
 # and socket (api_config) and D-Bus is off, so a test never meets the machine's own
 # bus or port 7433; and adaptive mode watches this test's disks only, so other
-# tests' busy disks never slow it down. For a config rewritten before a reload.
+# tests' busy disks never slow it down; and jobs write every byte (strategy =
+# "full") unless the config names a strategy: cowsim's disks are whole-block, where
+# "auto" would warm them sparsely in a blink, and a test of a job's life needs one
+# that lasts. For a config rewritten before a reload.
 daemon_config() { # CONFIG
-    local config=$1 watch
-    watch="adaptive_watch = [\"$(sim_rule)\"]"
-    if [[ $config != *adaptive* ]]; then
+    local config=$1 line
+    for line in "adaptive_watch = [\"$(sim_rule)\"]" 'strategy = "full"'; do
+        [[ $line == adaptive* && $config == *adaptive* ]] && continue
+        [[ $line == strategy* && $config == *strategy* ]] && continue
         if [[ $config == *"[prefill]"* ]]; then
-            config=${config/"[prefill]"/"[prefill]"$'\n'$watch}
+            config=${config/"[prefill]"/"[prefill]"$'\n'$line}
         else
-            config+=$'\n[prefill]\n'$watch
+            config+=$'\n[prefill]\n'$line
         fi
-    fi
+    done
     [[ $config == *"[api]"* ]] || config+=$'\n'$API_CONFIG
     [[ $config == *"[dbus]"* ]] || config+=$'\n[dbus]\nenabled = false'
     printf '%s\n' "$config"

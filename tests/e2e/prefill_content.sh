@@ -25,7 +25,7 @@ for sector in 512 4096; do
             put_data "$dev" $((40 * MiB + 4096)) 4096
             before=$(sha "$dev")
             allocated_before=$(stat_of "$name" blocks_allocated)
-            "$prewarmd" prefill --mode "$mode" --io-engine "$io" --json "$dev" >"$TEST_DIR/out.json" ||
+            "$prewarmd" prefill --strategy full --mode "$mode" --io-engine "$io" --json "$dev" >"$TEST_DIR/out.json" ||
                 fail "$name on $sector-byte sectors: exit $?"
             check_eq "$(sha "$dev")" "$before" "$name, $sector-byte sectors: content unchanged"
             check_eq "$(jq -r .state "$TEST_DIR/out.json")" done "$name: state"
@@ -57,7 +57,7 @@ truncate -s $((32 * MiB)) "$TEST_DIR/parent.img"
 sim_up --disk "clone=32MiB,parent=$TEST_DIR/parent.img"
 dev=$(dev_of clone)
 before=$(sha "$dev")
-"$prewarmd" prefill --mode rewrite "$dev" >/dev/null || fail "clone rewrite: exit $?"
+"$prewarmd" prefill --strategy full --mode rewrite "$dev" >/dev/null || fail "clone rewrite: exit $?"
 check_eq "$(sha "$dev")" "$before" "clone: content unchanged"
 check_eq "$(stat_of clone blocks_allocated)" "$(stat_of clone blocks_total)" "clone: every block copied up"
 check_eq "$(sha "$TEST_DIR/parent.img")" "$(sha "$dev")" "clone: still reads its parent's bytes"

@@ -11,7 +11,7 @@ sim_up --disk eio=64MiB --disk gone=64MiB --disk full=64MiB --disk shared=256MiB
 
 dev=$(dev_of eio)
 control "fail write eio range=$((40 * MiB))+4KiB"
-run_status "$prewarmd" prefill "$dev" 2>"$TEST_DIR/err" >"$TEST_DIR/out"
+run_status "$prewarmd" prefill --strategy full "$dev" 2>"$TEST_DIR/err" >"$TEST_DIR/out"
 check_eq "$status" 1 "exit status after a lasting EIO"
 grep -q "write at offset $((40 * MiB)) failed: Input/output error (after 3 retries)" "$TEST_DIR/out" ||
     fail "the failure does not name the offset: $(cat "$TEST_DIR/out")"
@@ -21,7 +21,7 @@ pass "the retries were logged"
 
 dev=$(dev_of gone)
 control "vanish gone"
-run_status "$prewarmd" prefill "$dev" >"$TEST_DIR/out" 2>&1
+run_status "$prewarmd" prefill --strategy full "$dev" >"$TEST_DIR/out" 2>&1
 check_eq "$status" 4 "exit status when the disk vanishes"
 grep -q "detached" "$TEST_DIR/out" || fail "not reported as detached: $(cat "$TEST_DIR/out")"
 control "appear gone"
@@ -29,11 +29,11 @@ control "appear gone"
 dev=$(dev_of full)
 used=$(jq .backend.used_bytes "$SIM/mnt/.stats")
 control "capacity $((used + 16 * MiB))"
-run_status "$prewarmd" prefill --checkpoint "$TEST_DIR/full.ckpt" "$dev" >"$TEST_DIR/out" 2>&1
+run_status "$prewarmd" prefill --strategy full --checkpoint "$TEST_DIR/full.ckpt" "$dev" >"$TEST_DIR/out" 2>&1
 check_eq "$status" 5 "exit status when the backend is full"
 grep -q "the backend is full" "$TEST_DIR/out" || fail "ENOSPC not explained: $(cat "$TEST_DIR/out")"
 control "capacity unlimited"
-"$prewarmd" prefill --checkpoint "$TEST_DIR/full.ckpt" --json "$dev" >"$TEST_DIR/out.json" ||
+"$prewarmd" prefill --strategy full --checkpoint "$TEST_DIR/full.ckpt" --json "$dev" >"$TEST_DIR/out.json" ||
     fail "the run after space was freed failed"
 check_ge "$(jq .resumed_bytes "$TEST_DIR/out.json")" $((12 * MiB)) "bytes resumed after ENOSPC"
 check_eq "$(stat_of full blocks_allocated)" "$(stat_of full blocks_total)" "every block allocated in the end"
@@ -50,7 +50,7 @@ wait_for_writes() { # NAME
 }
 
 dev=$(dev_of shared)
-"$prewarmd" prefill --rate 32MiB/s "$dev" >"$TEST_DIR/out" 2>&1 &
+"$prewarmd" prefill --strategy full --rate 32MiB/s "$dev" >"$TEST_DIR/out" 2>&1 &
 pid=$!
 wait_for_writes shared
 dd if=/dev/urandom of="$dev" bs=4k count=1 seek=60000 oflag=direct status=none
@@ -60,10 +60,10 @@ grep -q "another writer wrote 4.00 KiB" "$TEST_DIR/out" || fail "$(cat "$TEST_DI
 pass "the foreign 4 KiB write is named"
 
 dev=$(dev_of busy)
-"$prewarmd" prefill --rate 8MiB/s "$dev" >/dev/null 2>&1 &
+"$prewarmd" prefill --strategy full --rate 8MiB/s "$dev" >/dev/null 2>&1 &
 pid=$!
 wait_for_writes busy
-run_status "$prewarmd" prefill "$dev" >/dev/null 2>"$TEST_DIR/err"
+run_status "$prewarmd" prefill --strategy full "$dev" >/dev/null 2>"$TEST_DIR/err"
 check_eq "$status" 6 "exit status for a disk another job holds"
 grep -q "is in use" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
 kill -INT "$pid"
@@ -72,16 +72,16 @@ check_eq "$status" 130 "exit status after SIGINT"
 sim_down
 
 sim_up --read-only --disk ro=16MiB
-run_status "$prewarmd" prefill "$(dev_of ro)" >/dev/null 2>"$TEST_DIR/err"
+run_status "$prewarmd" prefill --strategy full "$(dev_of ro)" >/dev/null 2>"$TEST_DIR/err"
 check_eq "$status" 6 "exit status for a read-only disk"
 grep -q "is read-only" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
-"$prewarmd" prefill --mode read "$(dev_of ro)" >/dev/null || fail "read mode on a read-only disk"
+"$prewarmd" prefill --strategy full --mode read "$(dev_of ro)" >/dev/null || fail "read mode on a read-only disk"
 pass "read mode works on a read-only disk"
 
 expect_usage() { # WHAT ARGS...: exit 2 and one line on stderr
     local what=$1
     shift
-    run_status "$prewarmd" prefill "$@" >/dev/null 2>"$TEST_DIR/err"
+    run_status "$prewarmd" prefill --strategy full "$@" >/dev/null 2>"$TEST_DIR/err"
     check_eq "$status" 2 "exit status for $what"
     check_eq "$(wc -l <"$TEST_DIR/err")" 1 "lines of error for $what"
 }

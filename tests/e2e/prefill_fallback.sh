@@ -16,7 +16,7 @@ saved=$(cat "$knob")
 restore_knob() { echo "$saved" >"$knob"; }
 trap 'restore_knob; cleanup' EXIT
 echo 2 >"$knob"
-"$prewarmd" prefill --json "$dev" >"$TEST_DIR/out.json" 2>"$TEST_DIR/err" || fail "exit $?"
+"$prewarmd" prefill --strategy full --json "$dev" >"$TEST_DIR/out.json" 2>"$TEST_DIR/err" || fail "exit $?"
 restore_knob
 grep -q "io_uring setup: Operation not permitted: using pread/pwrite" "$TEST_DIR/err" ||
     fail "the fallback was not reported: $(cat "$TEST_DIR/err")"
@@ -27,6 +27,6 @@ check_eq "$(sha "$dev")" "$before" "content unchanged"
 check_eq "$(stat_of xvdb blocks_allocated)" "$(stat_of xvdb blocks_total)" "every block allocated"
 
 echo 2 >"$knob"
-run_status "$prewarmd" prefill --io-engine uring "$dev" >/dev/null 2>"$TEST_DIR/err"
+run_status "$prewarmd" prefill --strategy full --io-engine uring "$dev" >/dev/null 2>"$TEST_DIR/err"
 restore_knob
 check_eq "$status" 1 "exit status when io_uring is asked for and disabled"

@@ -9,7 +9,7 @@ sim_up --disk xvdb=256MiB
 dev=$(dev_of xvdb)
 ckpt=$TEST_DIR/xvdb.ckpt
 
-"$prewarmd" prefill --rate 32MiB/s --checkpoint "$ckpt" --checkpoint-interval 1s "$dev" \
+"$prewarmd" prefill --strategy full --rate 32MiB/s --checkpoint "$ckpt" --checkpoint-interval 1s "$dev" \
     >/dev/null 2>&1 &
 pid=$!
 sleep 3
@@ -26,12 +26,12 @@ uncovered=$(jq -n --slurpfile s "$SIM/mnt/.stats" --argjson done "$(sed 1d "$ckp
                 select(.[0] <= $o and .[0] + .[1] >= $o + $l)] | length == 0)] | length')
 check_eq "$uncovered" 0 "ranges recorded done that the disk has not allocated"
 
-"$prewarmd" prefill --checkpoint "$ckpt" --json "$dev" >"$TEST_DIR/out.json" || fail "resume: exit $?"
+"$prewarmd" prefill --strategy full --checkpoint "$ckpt" --json "$dev" >"$TEST_DIR/out.json" || fail "resume: exit $?"
 check_eq "$(jq -r .state "$TEST_DIR/out.json")" done "state after resuming"
 check_eq "$(jq .resumed_bytes "$TEST_DIR/out.json")" "$done_bytes" "bytes resumed from the checkpoint"
 check_eq "$(stat_of xvdb blocks_allocated)" "$(stat_of xvdb blocks_total)" "every block allocated"
 check_eq "$(sed 1d "$ckpt" | jq .complete)" true "the checkpoint says complete"
 
 # Done means done: a third run has nothing to do.
-"$prewarmd" prefill --checkpoint "$ckpt" --json "$dev" >"$TEST_DIR/again.json" || fail "again: exit $?"
+"$prewarmd" prefill --strategy full --checkpoint "$ckpt" --json "$dev" >"$TEST_DIR/again.json" || fail "again: exit $?"
 check_eq "$(jq .written_bytes "$TEST_DIR/again.json")" 0 "bytes written by a run after completion"
