@@ -4,7 +4,7 @@
 
 #include <poll.h>
 
-#include <sdbus-c++/Error.h>
+#include "dbus/sdbus_compat.hh"
 
 namespace prewarmd {
 
@@ -22,10 +22,11 @@ Result<std::unique_ptr<Bus>> Bus::open(const std::string& address, EventLoop& lo
     }
     bus->m_description = address.empty() ? "the system bus" : address;
     auto* raw = bus.get();
+    const auto poll = sdbus_compat::poll_data(*bus->m_connection);
     auto watch = loop.watch(
-        bus->m_connection->getEventLoopPollData().fd,
+        poll.fd,
         [raw] {
-            const auto events = raw->m_connection->getEventLoopPollData().events;
+            const auto events = sdbus_compat::poll_data(*raw->m_connection).events;
             uint32_t wanted = 0;
             if (events & POLLIN)
                 wanted |= EPOLLIN;
@@ -37,32 +38,37 @@ Result<std::unique_ptr<Bus>> Bus::open(const std::string& address, EventLoop& lo
     if (!watch)
         return watch.error();
     bus->m_watch = std::move(*watch);
-    // sd-bus's own deadlines (method call timeouts): absolute CLOCK_MONOTONIC, the
-    // steady clock's epoch on Linux.
-    bus->m_timer = loop.timer(
-        [raw]() -> std::optional<Clock::time_point> {
-            const auto usec = raw->m_connection->getEventLoopPollData().timeout_usec;
-            if (usec == UINT64_MAX)
-                return std::nullopt;
-            return Clock::time_point(std::chrono::microseconds(usec));
-        },
-        [raw] { raw->process(); });
+    // sdbus-c++ 2.x wakes an outside loop through a second descriptor as well.
+    if (poll.wake_fd >= 0) {
+        auto wake = loop.watch(poll.wake_fd, [raw] { raw->process(); });
+        if (!wake)
+            return wake.error();
+        bus->m_wake = std::move(*wake);
+    }
+    // sd-bus's own deadlines (method call timeouts).
+    bus->m_timer =
+        loop.timer([raw] { return sdbus_compat::poll_data(*raw->m_connection).deadline; },
+                   [raw] { raw->process(); });
     return bus;
 }
 
 Bus::~Bus() {
+    stop_watching();
+}
+
+void Bus::stop_watching() {
     m_watch = {};
+    m_wake = {};
     m_timer = {};
 }
 
 void Bus::process() {
     try {
-        while (m_connection->processPendingRequest()) {
+        while (sdbus_compat::process_one(*m_connection)) {
         }
     } catch (const sdbus::Error& e) {
         // A handler's own errors went back to its caller: this is the connection's.
-        m_watch = {};
-        m_timer = {};
+        stop_watching();
         if (m_lost)
             m_lost(m_description + ": " + e.getMessage());
     }

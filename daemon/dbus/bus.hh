@@ -28,11 +28,13 @@ public:
 private:
     Bus() = default;
     void process();
+    void stop_watching();
 
     std::unique_ptr<sdbus::IConnection> m_connection;
     std::string m_description;
     std::function<void(const std::string&)> m_lost;
     EventLoop::Handle m_watch;
+    EventLoop::Handle m_wake;
     EventLoop::Handle m_timer;
 };
 

@@ -6,14 +6,16 @@
 #include <cerrno>
 #include <type_traits>
 
-#include <sdbus-c++/sdbus-c++.h>
-
+#include "dbus/sdbus_compat.hh"
 #include "prewarmd1_adaptor.hh" // generated from api/org.prewarmd.Prewarmd1.xml
 
 namespace prewarmd {
 namespace {
 
 namespace gen = org::prewarmd::Prewarmd1;
+using sdbus_compat::InterfaceName;
+using sdbus_compat::names;
+using sdbus_compat::PropertyName;
 
 constexpr const char* disk_interface = gen::Disk_adaptor::INTERFACE_NAME;
 constexpr const char* manager_interface = gen::Manager_adaptor::INTERFACE_NAME;
@@ -36,11 +38,11 @@ constexpr const char* manager_interface = gen::Manager_adaptor::INTERFACE_NAME;
     default:
         break;
     }
-    throw sdbus::Error(std::string("org.prewarmd.Prewarmd1.Error.") + name, error.message);
+    throw sdbus_compat::error(std::string("org.prewarmd.Prewarmd1.Error.") + name, error.message);
 }
 
 [[noreturn]] void invalid_args(const std::string& why) {
-    throw sdbus::Error("org.freedesktop.DBus.Error.InvalidArgs", why);
+    throw sdbus_compat::error("org.freedesktop.DBus.Error.InvalidArgs", why);
 }
 
 const char* dbus_type_name(std::string_view type) {
@@ -83,8 +85,8 @@ class DbusApi::Manager final
                                       sdbus::Properties_adaptor> {
 public:
     Manager(sdbus::IConnection& connection, Scheduler& scheduler, std::string group, LogFn log)
-        : AdaptorInterfaces(connection, dbus_manager_path), m_scheduler(scheduler),
-          m_group(std::move(group)), m_log(std::move(log)) {
+        : AdaptorInterfaces(connection, sdbus::ObjectPath(dbus_manager_path)),
+          m_scheduler(scheduler), m_group(std::move(group)), m_log(std::move(log)) {
         registerAdaptor();
     }
     ~Manager() { unregisterAdaptor(); }
@@ -95,24 +97,25 @@ private:
     // Changes are for root and the members of [dbus] group; the bus policy says the
     // same, this holds where no policy was installed.
     void authorize(const std::string& what) {
-        const auto* message = getObject().getCurrentlyProcessedMessage();
-        if (!message)
+        const auto caller = sdbus_compat::current_caller(getObject());
+        if (!caller)
             return;
-        const uid_t uid = message->getCredsUid();
+        const uid_t uid = caller->uid;
         if (uid == 0)
             return;
         if (!m_group.empty()) {
             if (const group* g = ::getgrnam(m_group.c_str())) {
-                const auto gids = message->getCredsSupplementaryGids();
-                if (message->getCredsGid() == g->gr_gid ||
+                const auto& gids = caller->groups;
+                if (caller->gid == g->gr_gid ||
                     std::find(gids.begin(), gids.end(), g->gr_gid) != gids.end())
                     return;
             }
         }
-        throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied",
-                           what + " is for root" +
-                               (m_group.empty() ? std::string() : " and the group " + m_group) +
-                               " (uid " + std::to_string(uid) + " is neither)");
+        throw sdbus_compat::error(
+            "org.freedesktop.DBus.Error.AccessDenied",
+            what + " is for root" +
+                (m_group.empty() ? std::string() : " and the group " + m_group) + " (uid " +
+                std::to_string(uid) + " is neither)");
     }
 
     void act(const std::string& id, DiskAction action, const StartRequest& start = {}) {
@@ -185,7 +188,8 @@ private:
                                      return v;
                              },
                              good));
-        emitPropertiesChangedSignal(manager_interface, {property});
+        emitPropertiesChangedSignal(InterfaceName(manager_interface),
+                                    names<PropertyName>(property));
     }
     bool BootFinished() override { return m_scheduler.boot_finished(); }
     std::string Version() override { return PREWARMD_VERSION; }
@@ -200,8 +204,8 @@ class DbusApi::DiskObject final
                                       sdbus::ManagedObject_adaptor> {
 public:
     DiskObject(sdbus::IConnection& connection, Scheduler& scheduler, std::string identity)
-        : AdaptorInterfaces(connection, disk_path(identity)), m_scheduler(scheduler),
-          m_identity(std::move(identity)) {
+        : AdaptorInterfaces(connection, sdbus::ObjectPath(disk_path(identity))),
+          m_scheduler(scheduler), m_identity(std::move(identity)) {
         registerAdaptor();
     }
     ~DiskObject() { unregisterAdaptor(); }
@@ -251,7 +255,7 @@ Result<std::unique_ptr<DbusApi>> DbusApi::start(Bus& bus, Scheduler& scheduler,
         api->m_manager =
             std::make_unique<Manager>(bus.connection(), scheduler, group, std::move(log));
         api->sync_objects();
-        bus.connection().requestName(dbus_name);
+        bus.connection().requestName(sdbus_compat::ServiceName(dbus_name));
     } catch (const sdbus::Error& e) {
         return Error{-EIO, std::string("D-Bus: cannot take the name ") + dbus_name + " on " +
                                bus.description() + ": " + e.getMessage()};
@@ -263,7 +267,7 @@ DbusApi::~DbusApi() {
     if (!m_bus)
         return;
     m_disks.clear();
-    emit_quietly([&] { m_bus->connection().releaseName(dbus_name); });
+    emit_quietly([&] { m_bus->connection().releaseName(sdbus_compat::ServiceName(dbus_name)); });
 }
 
 void DbusApi::set_group(const std::string& group) {
@@ -280,14 +284,16 @@ void DbusApi::sync_objects() {
             ++it;
             continue;
         }
-        emit_quietly([&] { it->second->emitInterfacesRemovedSignal({disk_interface}); });
+        emit_quietly(
+            [&] { it->second->emitInterfacesRemovedSignal(names<InterfaceName>(disk_interface)); });
         it = m_disks.erase(it);
     }
     for (const auto& d : disks) {
         if (m_disks.count(d.identity))
             continue;
         auto object = std::make_unique<DiskObject>(m_bus->connection(), *m_scheduler, d.identity);
-        emit_quietly([&] { object->emitInterfacesAddedSignal({disk_interface}); });
+        emit_quietly(
+            [&] { object->emitInterfacesAddedSignal(names<InterfaceName>(disk_interface)); });
         m_disks[d.identity] = std::move(object);
     }
 }
@@ -310,7 +316,7 @@ void DbusApi::on_changed(std::string_view event, const std::string& identity) {
                                            disk->reason);
         }
         if (object != m_disks.end())
-            object->second->emitPropertiesChangedSignal(disk_interface);
+            object->second->emitPropertiesChangedSignal(InterfaceName(disk_interface));
     });
 }
 
@@ -325,15 +331,16 @@ void DbusApi::on_progress() {
                                     d.progress.rate_10s_bytes_per_s);
             if (object != m_disks.end())
                 object->second->emitPropertiesChangedSignal(
-                    disk_interface, {"DoneBytes", "WrittenBytes", "SkippedBytes", "TotalBytes",
-                                     "RateBytesPerSecond", "EtaSeconds", "WriteLatencyP50Seconds",
-                                     "WriteLatencyP99Seconds"});
+                    InterfaceName(disk_interface),
+                    names<PropertyName>("DoneBytes", "WrittenBytes", "SkippedBytes", "TotalBytes",
+                                        "RateBytesPerSecond", "EtaSeconds",
+                                        "WriteLatencyP50Seconds", "WriteLatencyP99Seconds"));
         });
     }
 }
 
 void DbusApi::on_settings_changed() {
-    emit_quietly([&] { m_manager->emitPropertiesChangedSignal(manager_interface); });
+    emit_quietly([&] { m_manager->emitPropertiesChangedSignal(InterfaceName(manager_interface)); });
 }
 
 } // namespace prewarmd

@@ -1,6 +1,6 @@
 #include "dbus/system_watch.hh"
 
-#include <sdbus-c++/sdbus-c++.h>
+#include "dbus/sdbus_compat.hh"
 
 namespace prewarmd {
 namespace {
@@ -21,8 +21,8 @@ std::unique_ptr<SystemWatch> SystemWatch::start(Bus& bus, bool wait_for_boot, Ho
 
 void SystemWatch::watch_boot(Bus& bus) {
     try {
-        m_systemd = sdbus::createProxy(bus.connection(), "org.freedesktop.systemd1",
-                                       "/org/freedesktop/systemd1");
+        m_systemd = sdbus_compat::create_proxy(bus.connection(), "org.freedesktop.systemd1",
+                                               "/org/freedesktop/systemd1");
         // Listening first, then asking: a boot that finishes in between is not missed.
         m_systemd->uponSignal("StartupFinished")
             .onInterface(systemd_manager)
@@ -33,7 +33,7 @@ void SystemWatch::watch_boot(Bus& bus) {
                 m_hooks.log(false, "the boot has finished (systemd): auto prefill may start");
                 m_hooks.boot_finished();
             });
-        m_systemd->finishRegistration();
+        sdbus_compat::finish_registration(*m_systemd);
         m_systemd->callMethod("Subscribe").onInterface(systemd_manager);
         const std::string state =
             m_systemd->getProperty("SystemState").onInterface(systemd_manager).get<std::string>();
@@ -52,15 +52,15 @@ void SystemWatch::watch_boot(Bus& bus) {
 
 void SystemWatch::watch_logind(Bus& bus) {
     try {
-        m_logind = sdbus::createProxy(bus.connection(), "org.freedesktop.login1",
-                                      "/org/freedesktop/login1");
+        m_logind = sdbus_compat::create_proxy(bus.connection(), "org.freedesktop.login1",
+                                              "/org/freedesktop/login1");
         m_logind->uponSignal("PrepareForShutdown")
             .onInterface(logind_manager)
             .call([this](bool start) { on_prepare(start, "the system is shutting down"); });
         m_logind->uponSignal("PrepareForSleep")
             .onInterface(logind_manager)
             .call([this](bool start) { on_prepare(start, "the system is going to sleep"); });
-        m_logind->finishRegistration();
+        sdbus_compat::finish_registration(*m_logind);
         m_logind->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
     } catch (const sdbus::Error& e) {
         m_logind.reset();
@@ -106,7 +106,7 @@ void SystemWatch::take_inhibitor() {
             .onInterface(logind_manager)
             .withArguments(std::string("shutdown:sleep"), std::string("prewarmd"),
                            std::string("Checkpointing disk prefill jobs"), std::string("delay"))
-            .uponReplyInvoke([this](const sdbus::Error* error, sdbus::UnixFd fd) {
+            .uponReplyInvoke([this](sdbus_compat::ReplyError error, sdbus::UnixFd fd) {
                 m_asking = false;
                 if (error) {
                     m_refused = true; // asked once: no retry on every state change
