@@ -6,7 +6,12 @@ WorkerPool::~WorkerPool() {
     shutdown();
 }
 
-void WorkerPool::enqueue(std::function<void()> fn) {
+WorkerPool::Enqueued WorkerPool::enqueue(std::function<void()> fn) {
+    take(std::move(fn));
+    return static_cast<Enqueued>(true); // taken (nothing, where the answer is void)
+}
+
+void WorkerPool::take(std::function<void()> fn) {
     std::lock_guard lock(m_mutex);
     join_done();
     m_jobs.push_back(std::move(fn));

@@ -10,6 +10,7 @@
 #include <list>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include <httplib.h>
 
@@ -21,7 +22,10 @@ public:
         : m_max(max), m_idle(idle) {}
     ~WorkerPool() override;
 
-    void enqueue(std::function<void()> fn) override;
+    // cpp-httplib 0.11 returns nothing, 0.18 whether the job was taken: it always
+    // is, and waits for a worker, on both.
+    using Enqueued = decltype(std::declval<httplib::TaskQueue&>().enqueue({}));
+    Enqueued enqueue(std::function<void()> fn) override;
     void shutdown() override;
 
     size_t threads() const;
@@ -31,6 +35,7 @@ private:
         std::thread thread;
         bool done = false;
     };
+    void take(std::function<void()> fn);
     void work(Worker& self);
     void join_done(); // with the lock held
 
