@@ -18,9 +18,26 @@ cpack --config "$build/CPackConfig.cmake" -G DEB -B "$TEST_DIR/pkg" >"$TEST_DIR/
     fail "cpack: $(tail -20 "$TEST_DIR/cpack")"
 deb=$(ls "$TEST_DIR"/pkg/prewarmd_*.deb)
 pass "built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
+version=$(dpkg-deb -f "$deb" Version)
+release=$(. /etc/os-release && echo "$VERSION_ID")
+check_eq "$version" "$(/usr/bin/env "$PREWARMD_BIN/prewarmd" --version | cut -d' ' -f2)~deb${release}u1" \
+    "the version: the program's, for this Debian release"
+# Depends names the package of every library the program links (libsdbus-c++1 on
+# Debian 12, libsdbus-c++2 on 13, ...): what shlibdeps found, checked here.
 depends=$(dpkg-deb -f "$deb" Depends)
-[[ $depends == *libsdbus-c++1* && $depends == *liburing2* && $depends == *init-system-helpers* ]] ||
-    fail "Depends (from shlibdeps): $depends"
+names=" $(sed -E 's/ *\([^)]*\)//g; s/,/ /g' <<<"$depends") " # the packages, no versions
+[[ $names == *" init-system-helpers "* ]] || fail "Depends: no init-system-helpers: $depends"
+for lib in $(objdump -p "$PREWARMD_BIN/prewarmd" | awk '/NEEDED/ {print $2}'); do
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null || true)
+    package=${owner%%:*}
+    [[ -n $package ]] || fail "no package owns $lib ($path)"
+    # The package, or a name it provides (libspdlog1.10 provides libspdlog1.10-fmt9).
+    provides=$(dpkg-query -W -f='${Provides}' "$package" | sed -E 's/ *\([^)]*\)//g; s/,/ /g')
+    found=
+    for name in $package $provides; do [[ $names == *" $name "* ]] && found=$name; done
+    [[ -n $found ]] || fail "Depends lacks $package (for $lib): $depends"
+done
 pass "Depends: $depends"
 
 # lintian: an error or a warning fails; its info tags are printed.
@@ -31,7 +48,10 @@ check_eq "$status" 0 "lintian's exit status (errors or warnings)"
 
 on_cleanup "dpkg --purge prewarmd >/dev/null 2>&1 || true"
 dpkg --install "$deb" >"$TEST_DIR/dpkg" 2>&1 || fail "dpkg --install: $(cat "$TEST_DIR/dpkg")"
-files=(/usr/sbin/prewarmd /usr/bin/prewarmctl /lib/systemd/system/prewarmd.service
+# /lib/systemd/system on Debian 12, /usr/lib/systemd/system on 13: as systemd.pc says.
+unit=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed -n 's|^\./\(.*/systemd/system/prewarmd.service\)$|/\1|p')
+[[ -n $unit ]] || fail "no prewarmd.service in the package"
+files=(/usr/sbin/prewarmd /usr/bin/prewarmctl "$unit"
     /etc/prewarmd/prewarmd.toml /usr/share/dbus-1/system.d/org.prewarmd.Prewarmd1.conf
     /usr/share/man/man8/prewarmd.8.gz /usr/share/man/man1/prewarmctl.1.gz
     /usr/share/man/man5/prewarmd.toml.5.gz /usr/share/bash-completion/completions/prewarmctl
@@ -43,7 +63,7 @@ dpkg-query -W -f='${Conffiles}\n' prewarmd | grep -q "^ /etc/prewarmd/prewarmd.t
 pass "/etc/prewarmd/prewarmd.toml is a conffile"
 [[ -L /etc/systemd/system/multi-user.target.wants/prewarmd.service ]] || fail "the unit is not enabled"
 pass "prewarmd.service enabled"
-check_eq "$(/usr/sbin/prewarmd --version)" "prewarmd $(dpkg-deb -f "$deb" Version)" "prewarmd --version"
+check_eq "$(/usr/sbin/prewarmd --version)" "prewarmd ${version%%~*}" "prewarmd --version"
 /usr/sbin/prewarmd config --check /etc/prewarmd/prewarmd.toml >/dev/null ||
     fail "the installed config does not check"
 pass "the installed config checks"
@@ -55,7 +75,7 @@ pass "the group prewarmd: $(getent group prewarmd)"
 
 # The unit's own command, as systemd would run it (here without systemd as PID 1):
 # at its first start it makes the API token, readable by root only.
-exec_start=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/prewarmd.service)
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 [[ -n $exec_start ]] || fail "no ExecStart in the unit"
 mkdir -p /var/lib/prewarmd && chmod 700 /var/lib/prewarmd # StateDirectory=, as systemd would
 $exec_start >"$TEST_DIR/service.log" 2>&1 &
