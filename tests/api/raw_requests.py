@@ -113,8 +113,11 @@ def main(port, token):
              415, "Content-Encoding refused")
 
     # Headers: count and size bounded; values never echoed.
-    many = [f"X-Filler-{i}: {i}" for i in range(100)]
-    c.status(exchange(port, request("GET", "/v1/disks", many)), 431, "100 headers refused")
+    many = [f"X-Filler-{i}: {i}" for i in range(70)]
+    c.status(exchange(port, request("GET", "/v1/disks", many)), 431, "70 headers refused (the guard's 64)")
+    # Debian 13's library counts too (100 at most, CVE-2025-52887), before the guard.
+    r = exchange(port, request("GET", "/v1/disks", [f"X-Filler-{i}: {i}" for i in range(1000)]))
+    c.check(r is not None and r[0] in (400, 431), "1000 headers refused", r and r[0])
     r = exchange(port, request("GET", "/v1/disks", ["X-Big: " + "a" * 20000]))
     c.check(r is not None and r[0] in (400, 431), "a 20 KB header refused", r and r[0])
     r = exchange(port, request("GET", "/v1/disks/%0d%0aX-Injected:%20yes", ["X-Echo: %0d%0aX-Injected: yes"]))

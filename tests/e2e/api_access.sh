@@ -41,10 +41,11 @@ check_eq "$(stat -c '%a %U' "$token_file")" "600 root" "the token file the daemo
 token=$(cat "$token_file")
 check_eq "${#token}" 43 "the token's length"
 wait_for_log "api: made a token for changes over TCP in $token_file"
-# This test's own disk, by its id: the list may hold another loop device too
-# (seen once in a loaded run, "not considered"), which is not this test's.
+# This test's own disk, by its id: the list holds other tests' loop devices too
+# ("not considered"), one of them maybe a cowsim disk named "a" as well.
 for _ in $(seq 50); do
-    id=$(curl -s "$API/v1/disks" | jq -r '[.disks[] | select(.id | contains("_sim_mnt_a-"))][0].id')
+    id=$(curl -s "$API/v1/disks" |
+        jq -r --arg p "$(sim_id a)" '[.disks[] | select(.id | startswith($p))][0].id')
     [[ $id == loop-* ]] && break
     sleep 0.1
 done

@@ -32,7 +32,7 @@ wait_for_log "$(disk_pattern whole): running -> done" 30
 check_eq "$(stat_of whole blocks_allocated)" "$(stat_of whole blocks_total)" "whole: every block allocated"
 check_ge $((1024 * 1024 * 1024 / 100)) "$(stat_of whole link_bytes_written)" \
     "whole: 1% of the disk, at least the bytes sent over the link"
-id=$(curl -s "$API/v1/disks" | jq -r '.disks[] | select(.id | contains("_mnt_whole-")) | .id')
+id=$(curl -s "$API/v1/disks" | jq -r --arg p "$(sim_id whole)" '.disks[] | select(.id | startswith($p)) | .id')
 progress=$(curl -s "$API/v1/disks/$id" | jq .progress)
 check_eq "$(jq -r .strategy <<<"$progress")" sparse "whole: the strategy in the API"
 check_eq "$(jq -r .done_bytes <<<"$progress")" $((1024 * 1024 * 1024)) "whole: the disk covered"
@@ -48,5 +48,5 @@ wait_for_log "$unproven: the middle of the blocks is still cold after sparse wri
 wait_for_log "$(disk_pattern unproven): running -> done" 60
 check_eq "$(stat_of unproven blocks_allocated)" "$(stat_of unproven blocks_total)" "unproven: every block allocated"
 check_ge "$(stat_of unproven link_bytes_written)" $((1024 * 1024 * 1024)) "unproven: bytes sent (every byte, after all)"
-id=$(curl -s "$API/v1/disks" | jq -r '.disks[] | select(.id | contains("_mnt_unproven-")) | .id')
+id=$(curl -s "$API/v1/disks" | jq -r --arg p "$(sim_id unproven)" '.disks[] | select(.id | startswith($p)) | .id')
 check_eq "$(curl -s "$API/v1/disks/$id" | jq -r .progress.strategy)" full "unproven: the strategy in the API at the end"

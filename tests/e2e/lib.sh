@@ -74,6 +74,9 @@ dev_of() { awk -v n="$1" '$1 == n { print $2 }' "$TEST_DIR/devices"; }
 # file's path), attached now or later: tests run side by side, and a daemon must
 # not warm another test's disks.
 sim_rule() { printf 'id:loop-%s_*' "$(realpath "$TEST_DIR" | tr -c 'A-Za-z0-9._\n-' '_')"; }
+# The start of the daemon's id for this test's cowsim disk NAME (the ids of another
+# test's disk of the same name differ in the test's directory).
+sim_id() { printf 'loop-%s_sim_mnt_%s-' "$(realpath "$TEST_DIR" | tr -c 'A-Za-z0-9._\n-' '_')" "$1"; }
 sim_match() { printf '["%s"]\n' "$(sim_rule)"; }
 stat_of() { jq -r --arg d "$1" ".disks[\$d].$2" "$SIM/mnt/.stats"; }
 control() { printf '%s\n' "$*" >"$SIM/mnt/.control"; }
