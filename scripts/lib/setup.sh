@@ -8,11 +8,23 @@ die() {
     exit 1
 }
 
+# This machine's Debian release: 12, 13, ...
+debian_release() {
+    (. /etc/os-release && echo "${VERSION_ID:-unknown}")
+}
+
+# The packages of scripts/apt-packages.txt for this release, a name a line.
+wanted_packages() {
+    local release
+    release=$(debian_release)
+    sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$root/scripts/apt-packages.txt" |
+        awk -v r="[$release]" 'NF == 1 || $2 == r { print $1 }'
+}
+
 # Installs the packages of scripts/apt-packages.txt that are not installed yet.
 ensure_packages() {
     local -a wanted=() missing=()
-    mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' \
-        "$root/scripts/apt-packages.txt")
+    mapfile -t wanted < <(wanted_packages)
     local p
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
