@@ -30,7 +30,10 @@ TEST_CASE("the xen class: Xen vbd disks, by their parent on the xen bus") {
         CHECK(is_xen_disk(disk));
         CHECK(decide(disk, {"xen"}).matched);
     }
-    for (const auto* name : {"virtio-vdb.txt", "sata-sdc.txt", "loop3.txt"}) {
+    // dom0-loop0-blkback.txt: what a Xen host (dom0) sees of a raw disk it serves,
+    // never a guest's disk.
+    for (const auto* name :
+         {"virtio-vdb.txt", "sata-sdc.txt", "loop3.txt", "dom0-loop0-blkback.txt"}) {
         CAPTURE(name);
         CHECK_FALSE(is_xen_disk(load_udev_fixture(name)));
         CHECK_FALSE(decide(load_udev_fixture(name), {"xen"}).matched);
@@ -42,6 +45,10 @@ TEST_CASE("the xen class does not lean on ID_PATH or a serial, which stock udev 
     CHECK(disk.property("ID_PATH").empty());
     CHECK(disk.property("ID_SERIAL").empty());
     CHECK(*xen_vdev(disk) == 51728);
+    // qcow2 through QEMU's qdisk backend: the same udev view (its dump has no size).
+    const auto qdisk = load_udev_fixture("xen-xvdd-qdisk.txt");
+    CHECK(is_xen_disk(qdisk));
+    CHECK(*xen_vdev(qdisk) == 51760);
     // Only the parent's nodename left (no vbd- in the device path): still Xen.
     disk.devpath = "/devices/xen/somewhere/block/xvdb";
     CHECK(*xen_vdev(disk) == 51728);
@@ -56,7 +63,7 @@ TEST_CASE("partitions are never disks of their own") {
 }
 
 TEST_CASE("identity: the vbd number and size for Xen; WWN, serial, ID_PATH otherwise") {
-    CHECK(disk_identity(load_udev_fixture("xen-xvdb-blank.txt")) == "xen-51728-8589934592");
+    CHECK(disk_identity(load_udev_fixture("xen-xvdb-blank.txt")) == "xen-51728-2147483648");
     CHECK(disk_identity(load_udev_fixture("xen-xvdc-idpath.txt")) == "xen-51744-107374182400");
     CHECK(disk_identity(load_udev_fixture("sata-sdc.txt")) ==
           "wwn-0x50014ee2122965ae-4000787030016");

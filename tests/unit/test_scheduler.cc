@@ -145,7 +145,7 @@ TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
     CHECK(h.state_of(xvdb) == DiskState::done);
     CHECK(h.state->load().records.size() == 1);
     CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
-        return l.find("xen-51728-8589934592 (xvdb): running -> done") != std::string::npos;
+        return l.find("xen-51728-2147483648 (xvdb): running -> done") != std::string::npos;
     }));
 }
 
