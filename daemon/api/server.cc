@@ -328,6 +328,23 @@ ApiServer::~ApiServer() {
 
 namespace {
 
+// The socket's group, for connecting: the packaged unit's Group= makes it so from
+// the start, since its sandbox forbids chown (no CAP_CHOWN, @privileged filtered
+// out). Where it is not so and cannot be made so, fewer may connect than
+// socket_group says, never more: a warning, not a failure.
+void set_socket_group(const std::string& path, const Privileged& group, const ApiServer::Log& log) {
+    struct stat st {};
+    if (!group.gid || (::stat(path.c_str(), &st) == 0 && st.st_gid == *group.gid))
+        return;
+    if (::chown(path.c_str(), static_cast<uid_t>(-1), *group.gid) == 0)
+        return;
+    const struct group* now = ::getgrgid(st.st_gid);
+    log(true, "api: socket " + path + ": cannot give it to the group " + group.name + " (" +
+                  std::strerror(errno) + "): only root and the group " +
+                  (now ? now->gr_name : std::to_string(st.st_gid)) +
+                  " may connect (under systemd, set Group=" + group.name + " in a drop-in)");
+}
+
 Result<void> configure(ApiServer::Impl& impl, Listener& l) {
     auto& s = *l.server;
     const unsigned workers = impl.max_connections;
@@ -454,9 +471,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         impl->socket_path = config.api_socket;
         if (::chmod(config.api_socket.c_str(), config.api_socket_mode) < 0)
             return errno_error("[api] socket " + config.api_socket + ": chmod");
-        if (impl->privileged.gid &&
-            ::chown(config.api_socket.c_str(), static_cast<uid_t>(-1), *impl->privileged.gid) < 0)
-            return errno_error("[api] socket " + config.api_socket + ": chown");
+        set_socket_group(config.api_socket, impl->privileged, log);
         impl->listeners.push_back(std::move(l));
     }
     for (auto& l : impl->listeners) {
