@@ -14,7 +14,7 @@ sleep 0.5
 event_for() { # EVENT NAME: the first such JSON event, waiting up to 5 s
     for _ in $(seq 50); do
         local line
-        line=$(jq -c --arg e "$1" --arg n "$2" 'select(.event == $e and .name == $n)' "$out" | head -1)
+        line=$(jq -c --arg e "$1" --arg n "$2" 'select(.event == $e and .name == $n)' "$out" | sed -n 1p)
         if [[ -n $line ]]; then
             echo "$line"
             return 0

@@ -25,10 +25,12 @@ check_eq "$version" "$(/usr/bin/env "$PREWARMD_BIN/prewarmd" --version | cut -d'
 # Depends names the package of every library the program links (libsdbus-c++1 on
 # Debian 12, libsdbus-c++2 on 13, ...): what shlibdeps found, checked here.
 depends=$(dpkg-deb -f "$deb" Depends)
+# Into a file first: an awk that stops reading early would SIGPIPE ldconfig (pipefail).
+ldconfig -p >"$TEST_DIR/ldconfig"
 names=" $(sed -E 's/ *\([^)]*\)//g; s/,/ /g' <<<"$depends") " # the packages, no versions
 [[ $names == *" init-system-helpers "* ]] || fail "Depends: no init-system-helpers: $depends"
 for lib in $(objdump -p "$PREWARMD_BIN/prewarmd" | awk '/NEEDED/ {print $2}'); do
-    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+    path=$(awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}' "$TEST_DIR/ldconfig")
     owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null || true)
     package=${owner%%:*}
     [[ -n $package ]] || fail "no package owns $lib ($path)"
@@ -67,7 +69,8 @@ check_eq "$(/usr/sbin/prewarmd --version)" "prewarmd ${version%%~*}" "prewarmd -
 /usr/sbin/prewarmd config --check /etc/prewarmd/prewarmd.toml >/dev/null ||
     fail "the installed config does not check"
 pass "the installed config checks"
-man -l /usr/share/man/man5/prewarmd.toml.5.gz 2>/dev/null | grep -q "attach_grace" ||
+man -l /usr/share/man/man5/prewarmd.toml.5.gz >"$TEST_DIR/man" 2>/dev/null
+grep -q "attach_grace" "$TEST_DIR/man" ||
     fail "prewarmd.toml(5) does not list attach_grace"
 pass "prewarmd.toml(5) lists the settings"
 getent group prewarmd >/dev/null || fail "no group prewarmd after the installation"

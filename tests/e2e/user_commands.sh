@@ -76,7 +76,7 @@ stepped=$(grep -cE "running -> waiting.*stepped aside" "$DAEMON_LOG" || true)
 in_grace=$(grep -cE "in use during the attach grace" "$DAEMON_LOG" || true)
 check_ge "$stepped" 1 "jobs that stepped aside for a command"
 check_ge "$in_grace" 1 "disks a command met in their attach grace"
-grep -E "stepped aside" "$DAEMON_LOG" | head -3 | sed 's/^/  /'
+grep -E "stepped aside" "$DAEMON_LOG" | sed -n '1,3s/^/  /p'
 grep -qE "stepped aside: .*\(pid [0-9]+\)" "$DAEMON_LOG" || fail "a step aside does not say who came"
 pass "a step aside names who came"
 
