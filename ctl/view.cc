@@ -125,6 +125,11 @@ std::string disk_details(const json& d, const Style& style) {
     const auto since = text_of(d, "state_since");
     field("state", paint(state, state, style) + (reason.empty() ? "" : ": " + reason) +
                        (since.empty() ? "" : " (since " + since + ")"));
+    if (const auto fs = d.value("filesystem", json()); fs.is_object())
+        field("job", "filesystem: the free space of " + text_of(fs, "fstype") + " on " +
+                         text_of(fs, "device") + " at " + text_of(fs, "mount_point"));
+    else
+        field("job", "block: the whole disk");
     const auto total = number_of(progress, "total_bytes");
     field("progress", progress_bar(progress_of(d), 30) + " " + percent(progress_of(d)) +
                           (total ? "  " + format_size(number_of(progress, "done_bytes")) + " of " +

@@ -9,6 +9,7 @@
 #include "cli/prefill_command.hh"
 #include "cli/probe_command.hh"
 #include "cli/run_command.hh"
+#include "io/free_space.hh"
 
 namespace {
 
@@ -28,6 +29,8 @@ constexpr const char* usage =
 
 int main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
+    if (prewarmd::is_reap_command(args))
+        return prewarmd::reap_claim(args);
     // No command, or options first: the service.
     if (args.empty() || (args[0].size() > 1 && args[0][0] == '-' && args[0] != "-h" &&
                          args[0] != "--help" && args[0] != "--version"))

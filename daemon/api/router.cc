@@ -261,6 +261,11 @@ std::string disk_json(const DiskView& v) {
         {"state_since", rfc3339(v.state_since_unix)},
         {"progress", json(v.progress)},
         {"exclusive", v.exclusive},
+        {"job_kind", v.filesystem ? "filesystem" : "block"},
+        {"filesystem", v.filesystem ? json{{"mount_point", v.filesystem->mount_point},
+                                           {"fstype", v.filesystem->fstype},
+                                           {"device", v.filesystem->device}}
+                                    : json(nullptr)},
         {"adaptive", v.adaptive},
         {"probe", to_json(v.probe)},
     };

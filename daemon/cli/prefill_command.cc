@@ -384,13 +384,13 @@ Result<uint64_t> parse_reserve(const std::string& text, uint64_t fs_size) {
     return parse_size(text);
 }
 
-// Free space claimed through the filesystem, in an unnamed file that goes with the
-// job (or with the process, however it ends).
+// Free space claimed through the filesystem, in a file that goes with the job (or
+// with the process, however it ends: io/free_space.hh).
 std::function<Result<std::unique_ptr<ChunkSource>>(const RangeSet&, uint64_t)>
 filesystem_source(const FilesystemTarget& fs, uint64_t reserve, uint64_t backend_block) {
     return [fs, reserve, backend_block](const RangeSet& done,
                                         uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
-        auto file = FreeSpaceFile::open(fs.mount_point);
+        auto file = FreeSpaceFile::open(fs.mount_point, fs.devnum);
         if (!file)
             return file.error();
         FsSourceOptions options;

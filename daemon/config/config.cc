@@ -274,6 +274,16 @@ const std::vector<Option>& options() {
         {"prefill", "max_parallel", "1", "Disks warmed at the same time, 1 to 64.", true,
          [](const toml::node& n, Config& c) { return count(n, c.max_parallel, 1, 64); },
          [](const Config& a, const Config& b) { return a.max_parallel == b.max_parallel; }},
+        {"prefill", "filesystem_reserve", "5",
+         "A mounted filesystem's free space is warmed online down to this share of its\n"
+         "size, in per cent (0 to 90), which stays available to its users.",
+         true,
+         [](const toml::node& n, Config& c) {
+             return count(n, c.filesystem_reserve_percent, 0, 90);
+         },
+         [](const Config& a, const Config& b) {
+             return a.filesystem_reserve_percent == b.filesystem_reserve_percent;
+         }},
         {"prefill", "total_rate", "\"200MiB/s\"",
          "The rate all running jobs share, such as \"200MiB/s\", or \"unlimited\".", true,
          [](const toml::node& n, Config& c) {

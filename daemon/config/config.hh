@@ -45,6 +45,7 @@ struct Config {
     bool backend_block_auto = false; // "auto": as the probe finds it
     unsigned queue_depth = 8;
     unsigned max_parallel = 1;
+    unsigned filesystem_reserve_percent = 5;                // of a filesystem's size, never claimed
     uint64_t total_rate_bytes_per_s = 200ULL * 1024 * 1024; // 0: unlimited
     std::chrono::milliseconds checkpoint_interval{5000};
     IoEngineKind io_engine = IoEngineKind::automatic;

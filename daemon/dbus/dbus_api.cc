@@ -222,6 +222,11 @@ private:
     std::vector<std::string> VerdictReasons() override { return view().verdict_reasons; }
     std::string State() override { return std::string(to_string(view().state)); }
     std::string Reason() override { return view().reason; }
+    std::string JobKind() override { return view().filesystem ? "filesystem" : "block"; }
+    std::string MountPoint() override {
+        const auto v = view();
+        return v.filesystem ? v.filesystem->mount_point : std::string();
+    }
     uint64_t TotalBytes() override { return view().progress.total_bytes; }
     uint64_t DoneBytes() override { return view().progress.done_bytes; }
     uint64_t WrittenBytes() override { return view().progress.written_bytes; }

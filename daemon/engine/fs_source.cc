@@ -20,7 +20,8 @@ bool overlap(const Extent& a, const Extent& b) {
 } // namespace
 
 FsSource::FsSource(std::unique_ptr<SpaceClaim> claim, FsSourceOptions options, RangeSet done)
-    : m_claim(std::move(claim)), m_options(options), m_done(std::move(done)) {
+    : m_claim(std::move(claim)), m_options(options), m_done(std::move(done)),
+      m_cap(options.max_claimed) {
     // What the job sets out to warm: the space available now, less the reserve.
     // (The passes reach the reserve too: the estimate is all that is available.)
     if (auto available = m_claim->available(); available) {
@@ -84,6 +85,14 @@ Result<void> FsSource::slide() {
         m_last = true;
         return {};
     }
+    if (m_swept_since_new > 0 && m_capped) {
+        // The last claims found nothing new: the allocator hands back what was
+        // given back (xfs stays in its allocation group). More is claimed, and
+        // nothing given back, until claims find new space again.
+        m_cap = claimed_bytes() + m_options.step;
+        m_full = false;
+        return {};
+    }
     uint64_t back = 0;
     while (!m_claimed.empty() && back < m_options.step) {
         const auto& oldest = m_claimed.front().file;
@@ -109,7 +118,11 @@ Result<void> FsSource::claim_more() {
     if (!available)
         return available.error();
     const uint64_t room = *available > m_options.reserve ? *available - m_options.reserve : 0;
-    const uint64_t bytes = round_down(std::min(room, m_options.step), m_options.backend_block);
+    const uint64_t held = claimed_bytes();
+    const uint64_t cap = m_cap > held ? m_cap - held : 0;
+    m_capped = cap < std::min(room, m_options.step);
+    const uint64_t bytes =
+        round_down(std::min({room, cap, m_options.step}), m_options.backend_block);
     if (bytes == 0) {
         m_full = true;
         return {};

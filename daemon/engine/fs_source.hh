@@ -4,8 +4,10 @@
 // filesystem's available space falls below the reserve; claims wait a second
 // then, and the pass ends.
 //
-// Claimed down to the reserve and visited, it slides on: gives back its oldest
-// claims (a step's worth) and claims as much again. An allocator goes on from
+// Claimed down to the reserve, or `max_claimed` (what a claim left behind by an
+// unmount can hold), and visited, it slides on: gives back its oldest claims (a
+// step's worth) and claims as much again; where that finds nothing new, it
+// claims more first. An allocator goes on from
 // where it stopped (ext4's goal after a file's last block and its stream rotor,
 // xfs's rotor), so new claims reach the space the reserve kept out, and later
 // files land in warm space too. What it warmed already is not visited again. It
@@ -31,6 +33,8 @@ struct FsSourceOptions {
     uint64_t chunk = 0;         // a multiple of the backend block
     uint64_t reserve = 0;       // available space never claimed
     uint64_t step = 256ULL << 20;
+    // Claimed at most at once: what a claim left behind can hold (docs/engine.md).
+    uint64_t max_claimed = 1ULL << 30;
     std::chrono::milliseconds check{50};
     unsigned max_sweeps = 4;
     std::chrono::milliseconds pause_after_pressure{1000};
@@ -50,6 +54,7 @@ public:
     uint64_t resumed_bytes() const override { return 0; }
     // Checks the available space; gives claimed space back when it is short.
     Result<std::optional<Clock::time_point>> tick(Clock::time_point now) override;
+    std::string lost() override { return m_claim->lost(); }
 
     uint64_t claimed_bytes() const;
     uint64_t released_bytes() const { return m_released; }
@@ -82,6 +87,8 @@ private:
     uint64_t m_fs_bytes = 0;        // available at the start
     uint64_t m_total = 0;
     uint64_t m_released = 0;
+    uint64_t m_cap = 0;    // claimed at most now: max_claimed, more where it must
+    bool m_capped = false; // the last claim was cut short by the cap, not the reserve
 };
 
 } // namespace prewarmd

@@ -187,7 +187,9 @@ ProgressSnapshot PrefillJob::run() {
             take_commands(now);
             if (m_source_tick && now >= *m_source_tick && m_phase != Phase::ending) {
                 auto next = m_source->tick(now);
-                if (!next)
+                if (const auto lost = m_source->lost(); !next && !lost.empty())
+                    end(JobStatus::stepped_aside, lost); // not a failure: the space went
+                else if (!next)
                     end(JobStatus::failed, next.error().message);
                 else
                     m_source_tick = *next;
@@ -528,6 +530,10 @@ void PrefillJob::start_write(Slot& slot, const Extent& run, Clock::time_point no
 bool PrefillJob::others_arrived() {
     if (m_phase == Phase::ending)
         return true;
+    if (const auto why = m_source->lost(); !why.empty()) {
+        end(JobStatus::stepped_aside, why);
+        return true;
+    }
     if (m_target.opens && m_target.opens->seen()) {
         const auto who = m_target.who_else ? m_target.who_else() : "another process";
         if (!who.empty()) {

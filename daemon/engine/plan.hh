@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/clock.hh"
@@ -72,6 +73,9 @@ public:
         (void)now;
         return std::optional<Clock::time_point>();
     }
+    // Why its chunks are not the job's to write any more ("" while they are): a
+    // filesystem's claim that went away. Asked before each write.
+    virtual std::string lost() { return {}; }
 };
 
 // A disk's regions: chunks to visit again first (most recent first), then the plan's.

@@ -4,11 +4,18 @@
 #include <linux/falloc.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <utility>
 #include <vector>
 
 namespace prewarmd {
@@ -20,49 +27,216 @@ constexpr uint32_t not_plain = FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC |
                                FIEMAP_EXTENT_NOT_ALIGNED | FIEMAP_EXTENT_DATA_INLINE |
                                FIEMAP_EXTENT_DATA_TAIL | FIEMAP_EXTENT_SHARED;
 
+constexpr const char* reap_command = "__reap-claim";
+
+// Removes the claim in `root` if it is still the one of that device and inode
+// (or does nothing).
+void remove_claim(const std::string& root, dev_t device, ino_t inode) {
+    UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    struct stat st {};
+    if (!dir || ::fstat(dir.get(), &st) < 0 || st.st_dev != device)
+        return;
+    if (::fstatat(dir.get(), FreeSpaceFile::file_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_ino == inode && st.st_dev == device)
+        ::unlinkat(dir.get(), FreeSpaceFile::file_name, 0);
+}
+
+// The process that removes the claim when the job's process dies (SIGKILL, a
+// crash): this program again, waiting for the end of a pipe whose other end only
+// the job's process holds. Started in /, holding nothing on the filesystem.
+Reaper start_reaper(const std::string& root, dev_t device, ino_t inode) {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) < 0)
+        return {};
+    UniqueFd read_end(ends[0]), write_end(ends[1]);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, read_end.get(), 0);
+    posix_spawn_file_actions_addchdir_np(&actions, "/");
+    const std::string dev = std::to_string(device), ino = std::to_string(inode);
+    const char* argv[] = {"prewarmd",  reap_command, root.c_str(),
+                          dev.c_str(), ino.c_str(),  nullptr};
+    pid_t pid = 0;
+    const int err = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr,
+                                  const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (err != 0)
+        return {};
+    return {std::move(write_end), pid};
+}
+
 } // namespace
 
-Result<FreeSpaceFile> FreeSpaceFile::open(const std::string& directory) {
-    UniqueFd fd(::open(directory.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+bool is_reap_command(const std::vector<std::string>& args) {
+    return args.size() == 4 && args[0] == reap_command;
+}
+
+int reap_claim(const std::vector<std::string>& args) {
+    // Stopped with the job's process (systemd's SIGTERM to the whole unit), it
+    // would leave the claim: it goes when the pipe says the job's process went.
+    ::signal(SIGTERM, SIG_IGN);
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGHUP, SIG_IGN);
+    for (char byte;;)
+        if (const ssize_t n = ::read(0, &byte, 1); n == 0 || (n < 0 && errno != EINTR))
+            break;
+    remove_claim(args[1], static_cast<dev_t>(std::stoull(args[2])),
+                 static_cast<ino_t>(std::stoull(args[3])));
+    return 0;
+}
+
+Reaper::~Reaper() {
+    write_end.reset();
+    if (pid > 0)
+        ::waitpid(pid, nullptr, 0);
+}
+
+Result<FreeSpaceFile> FreeSpaceFile::open(const std::string& root, dev_t device) {
+    FreeSpaceFile f(root, device);
+    auto dir = f.open_root();
+    if (!dir)
+        return dir.error();
+    // A claim left by a job that was killed: ours to remove, whatever it holds.
+    if (::unlinkat(dir->get(), file_name, 0) < 0 && errno != ENOENT)
+        return errno_error("removing the claim left in " + root);
+    UniqueFd fd(
+        ::openat(dir->get(), file_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd)
-        return errno_error("an unnamed file in " + directory + " (O_TMPFILE)");
-    return FreeSpaceFile(std::move(fd));
+        return errno_error("a claim file in " + root);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) < 0)
+        return errno_error("stat of the claim in " + root);
+    f.m_inode = st.st_ino;
+    fd.reset(); // closed: an open file would make the filesystem's umount fail
+    f.m_watch.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!f.m_watch)
+        return errno_error("inotify");
+    const std::string path = root + "/" + file_name;
+    if (::inotify_add_watch(f.m_watch.get(), path.c_str(),
+                            IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW) < 0)
+        return errno_error("watch " + path);
+    f.m_reaper = start_reaper(root, device, f.m_inode);
+    if (!f.m_reaper.write_end)
+        return Error{-EAGAIN, "cannot start the process that removes the claim if this one dies"};
+    return f;
+}
+
+FreeSpaceFile::FreeSpaceFile(FreeSpaceFile&& other) noexcept
+    : m_root(std::move(other.m_root)), m_device(other.m_device),
+      m_inode(std::exchange(other.m_inode, 0)), m_watch(std::move(other.m_watch)),
+      m_reaper(std::move(other.m_reaper)), m_lost(std::move(other.m_lost)), m_size(other.m_size) {}
+
+FreeSpaceFile::~FreeSpaceFile() {
+    remove();
+}
+
+// The claim goes (if it is still this one), then the reaping process, which finds
+// nothing to do.
+void FreeSpaceFile::remove() {
+    if (!m_inode)
+        return;
+    remove_claim(m_root, m_device, std::exchange(m_inode, 0));
+    m_reaper = {};
+}
+
+Result<UniqueFd> FreeSpaceFile::open_root() const {
+    UniqueFd dir(::open(m_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir)
+        return errno_error(m_root);
+    struct stat st {};
+    if (::fstat(dir.get(), &st) < 0)
+        return errno_error(m_root);
+    if (st.st_dev != m_device)
+        return Error{-ENODEV, "the filesystem at " + m_root + " was unmounted"};
+    return dir;
+}
+
+Result<UniqueFd> FreeSpaceFile::open_file() const {
+    auto dir = open_root();
+    if (!dir)
+        return dir.error();
+    UniqueFd fd(::openat(dir->get(), file_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd)
+        return errno_error("the claim in " + m_root);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) < 0)
+        return errno_error("stat of the claim in " + m_root);
+    if (st.st_ino != m_inode || st.st_nlink != 1)
+        return Error{-ESTALE, "the claim in " + m_root + " was replaced"};
+    return fd;
+}
+
+std::string FreeSpaceFile::lost() {
+    if (!m_lost.empty())
+        return m_lost;
+    alignas(inotify_event) char buffer[4096];
+    bool any = false;
+    for (ssize_t n; (n = ::read(m_watch.get(), buffer, sizeof buffer)) > 0;)
+        for (ssize_t at = 0; at < n;) {
+            const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+            // The first that tells: an unmount ends the watch too (IN_IGNORED after).
+            if (m_lost.empty() && (event->mask & IN_UNMOUNT))
+                m_lost = "the filesystem at " + m_root + " was unmounted";
+            else if (m_lost.empty() && (event->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)))
+                m_lost = "the claim in " + m_root + " was removed by someone else";
+            any = true;
+            at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+        }
+    // A change of its attributes may be anything (a link count of 0, a chmod):
+    // still there, still this one, still its only name?
+    if (any && m_lost.empty())
+        if (auto fd = open_file(); !fd)
+            m_lost = fd.error().message;
+    return m_lost;
 }
 
 Result<uint64_t> FreeSpaceFile::available() {
+    auto dir = open_root();
+    if (!dir)
+        return dir.error();
     struct statvfs s {};
-    if (::fstatvfs(m_fd.get(), &s) < 0)
+    if (::fstatvfs(dir->get(), &s) < 0)
         return errno_error("statvfs");
     return static_cast<uint64_t>(s.f_bavail) * s.f_frsize;
 }
 
 Result<std::vector<ClaimedExtent>> FreeSpaceFile::claim(uint64_t bytes) {
+    auto fd = open_file();
+    if (!fd)
+        return fd.error();
     const uint64_t from = m_size;
     // The size grows with it: ext4 punches no hole past the end of a file. The
     // extents are unwritten, so the file reads zeros, never the device's old bytes.
-    if (::fallocate(m_fd.get(), 0, static_cast<off_t>(from), static_cast<off_t>(bytes)) < 0) {
+    if (::fallocate(fd->get(), 0, static_cast<off_t>(from), static_cast<off_t>(bytes)) < 0) {
         if (errno != ENOSPC)
             return errno_error("fallocate");
         // Full: what it did allocate (it may have, in part) is ours all the same.
     }
     m_size = from + bytes;
-    return where(from, bytes);
+    return where(fd->get(), from, bytes);
 }
 
 Result<void> FreeSpaceFile::release(uint64_t file_offset, uint64_t length) {
-    if (::fallocate(m_fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+    auto fd = open_file();
+    if (!fd)
+        return fd.error();
+    if (::fallocate(fd->get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                     static_cast<off_t>(file_offset), static_cast<off_t>(length)) < 0)
         return errno_error("punching a hole");
     return {};
 }
 
 Result<void> FreeSpaceFile::settle() {
-    if (::syncfs(m_fd.get()) < 0)
+    auto dir = open_root();
+    if (!dir)
+        return dir.error();
+    if (::syncfs(dir->get()) < 0)
         return errno_error("syncfs");
     return {};
 }
 
-Result<std::vector<ClaimedExtent>> FreeSpaceFile::where(uint64_t offset, uint64_t length) const {
+Result<std::vector<ClaimedExtent>> FreeSpaceFile::where(int fd, uint64_t offset,
+                                                        uint64_t length) const {
     constexpr unsigned batch = 256;
     std::vector<char> buffer(sizeof(fiemap) + batch * sizeof(fiemap_extent));
     auto* map = reinterpret_cast<fiemap*>(buffer.data());
@@ -75,7 +249,7 @@ Result<std::vector<ClaimedExtent>> FreeSpaceFile::where(uint64_t offset, uint64_
         map->fm_length = end - at;
         map->fm_flags = FIEMAP_FLAG_SYNC;
         map->fm_extent_count = batch;
-        if (::ioctl(m_fd.get(), FS_IOC_FIEMAP, map) < 0)
+        if (::ioctl(fd, FS_IOC_FIEMAP, map) < 0)
             return errno_error("FIEMAP");
         if (map->fm_mapped_extents == 0)
             break;

@@ -1,5 +1,7 @@
 #include "safety/filesystem.hh"
 
+#include <sys/sysmacros.h>
+
 #include <cerrno>
 #include <filesystem>
 #include <sstream>
@@ -48,6 +50,9 @@ Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
     t.mount_point = mount_point;
     t.fstype = mount->fstype;
     t.device = sys.name_of(mount->majmin);
+    if (const auto colon = mount->majmin.find(':'); colon != std::string::npos)
+        t.devnum = makedev(static_cast<unsigned>(number(mount->majmin.substr(0, colon))),
+                           static_cast<unsigned>(number(mount->majmin.substr(colon + 1))));
     if (t.device.empty())
         return refused(mount_point, "no block device " + mount->majmin + " in sysfs");
     if (!sys.attribute(t.device, "dm/name").empty() || !sys.attribute(t.device, "md/level").empty())
@@ -66,6 +71,25 @@ Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
                                     "frees would be unwarmed again (mount without discard; "
                                     "fstrim.timer has the same effect weekly)");
     return t;
+}
+
+namespace {
+
+bool own_mount_namespace() {
+    std::error_code ec, ec1;
+    const auto ours = std::filesystem::read_symlink("/proc/self/ns/mnt", ec);
+    const auto pid1 = std::filesystem::read_symlink("/proc/1/ns/mnt", ec1);
+    return !ec && !ec1 && ours != pid1;
+}
+
+} // namespace
+
+std::string system_root() {
+    return own_mount_namespace() ? "/proc/1/root" : "";
+}
+
+std::string system_mountinfo_path() {
+    return own_mount_namespace() ? "/proc/1/mountinfo" : "/proc/self/mountinfo";
 }
 
 bool fstrim_timer_enabled() {

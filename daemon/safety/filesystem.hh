@@ -3,6 +3,8 @@
 // not supported yet is said with the reason.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@ struct FilesystemTarget {
     std::string disk;          // the whole disk's: loop3, xvdb
     uint64_t offset_bytes = 0; // where the device begins on the disk
     uint64_t size_bytes = 0;   // of the device
+    dev_t devnum = 0;          // the st_dev of its files
 };
 
 // The filesystem mounted at `mount_point` (the last mount there), or why it may
@@ -27,6 +30,14 @@ struct FilesystemTarget {
 Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
                                          const std::vector<MountEntry>& mounts,
                                          const SysBlock& sys);
+
+// Where the system's mounts are seen as they are. A service in its own mount
+// namespace (the packaged unit's PrivateMounts= and ProtectSystem=strict) has
+// copies of them, read-only or hidden; PID 1's are the system's. "" or
+// "/proc/1/root": the prefix that reaches a mount point of the system.
+std::string system_root();
+// Its mount table: /proc/1/mountinfo, or this process's when it shares PID 1's.
+std::string system_mountinfo_path();
 
 // Whether systemd's weekly fstrim is enabled: it discards filesystems' free space.
 bool fstrim_timer_enabled();

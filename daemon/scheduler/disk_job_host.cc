@@ -8,15 +8,20 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "base/sysfs.hh"
 #include "base/unique_fd.hh"
 #include "base/units.hh"
 #include "engine/checkpoint.hh"
+#include "engine/fs_source.hh"
 #include "engine/plan.hh"
 #include "io/device.hh"
+#include "io/free_space.hh"
 #include "io/open_watch.hh"
 #include "measurement/probe.hh"
+#include "safety/filesystem.hh"
 #include "safety/system.hh"
 
 namespace prewarmd {
@@ -287,6 +292,45 @@ private:
     std::thread m_thread;
 };
 
+// A filesystem job: a PrefillJob over the free space it claims, on its own
+// thread; no probe (the probe's writes could meet the filesystem's own) and full
+// writes (a sparse proof would need its places inside the claim).
+class FilesystemJob final : public RunningJob {
+public:
+    FilesystemJob(Device device, const JobSpec& spec, JobTarget target,
+                  std::unique_ptr<IoEngine> engine, EventSink events,
+                  std::function<void()> on_finished)
+        : m_device(std::move(device)),
+          m_job(spec.options, std::move(target), std::move(engine), m_device, std::move(events)),
+          m_thread([this, done = std::move(on_finished)] {
+              m_final = m_job.run();
+              m_finished = true;
+              done();
+          }) {}
+    ~FilesystemJob() override {
+        if (m_thread.joinable()) {
+            command(StopCommand{JobStatus::cancelled, "the daemon is stopping"});
+            m_thread.join();
+        }
+    }
+
+    ProgressSnapshot snapshot() const override { return m_job.snapshot(); }
+    void command(JobCommand command) override { m_job.command(std::move(command)); }
+    bool finished() const override { return m_finished; }
+    ProgressSnapshot wait() override {
+        if (m_thread.joinable())
+            m_thread.join();
+        return m_final;
+    }
+
+private:
+    Device m_device;
+    PrefillJob m_job;
+    ProgressSnapshot m_final;
+    std::atomic<bool> m_finished{false};
+    std::thread m_thread;
+};
+
 } // namespace
 
 DiskJobHost::DiskJobHost(const Config& config, std::function<void(bool, const std::string&)> log)
@@ -308,8 +352,25 @@ ProtectedDisks DiskJobHost::protected_disks() {
     return find_protected_disks(system.mounts, system.swaps, system.sys);
 }
 
+std::vector<Result<FilesystemTarget>> DiskJobHost::filesystems_on(const DiskInfo& disk) {
+    const auto mounts = parse_mountinfo(read_text(system_mountinfo_path()));
+    const SysBlock sys;
+    std::vector<Result<FilesystemTarget>> out;
+    std::set<std::string> seen;
+    for (const auto& m : mounts) {
+        const auto device = sys.name_of(m.majmin);
+        if (device.empty() || !seen.insert(m.mount_point).second)
+            continue;
+        if (const auto disks = sys.base_disks(device); disks.count(disk.name) != 0)
+            out.push_back(find_filesystem(m.mount_point, mounts, sys));
+    }
+    return out;
+}
+
 Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, const JobSpec& spec,
                                                        std::function<void()> on_finished) {
+    if (spec.filesystem)
+        return start_filesystem(disk, spec, std::move(on_finished));
     // A job asked for keeps the disk to itself; one taken up by itself shares it, and
     // steps aside for whoever comes (docs/safety.md).
     const bool writes = spec.options.mode != Mode::read;
@@ -367,6 +428,75 @@ Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, con
     return std::unique_ptr<RunningJob>(new ThreadJob(
         std::move(*device), std::move(opens), run, std::move(target), std::move(make_engine),
         std::move(*engine),
+        [log, identity](EventLevel level, const std::string& message) {
+            log(level == EventLevel::warning, identity + ": " + message);
+        },
+        std::move(on_finished)));
+}
+
+// The disk shared with its filesystem (no exclusive open: it is mounted); chunks
+// from the free space claimed through the filesystem, as the system mounted it.
+Result<std::unique_ptr<RunningJob>>
+DiskJobHost::start_filesystem(const DiskInfo& disk, const JobSpec& spec,
+                              std::function<void()> on_finished) {
+    const auto& fs = *spec.filesystem;
+    if (spec.options.mode == Mode::read)
+        return Error{-EINVAL, "a filesystem job writes: mode \"read\" has nothing to do"};
+    auto device = Device::open(disk.devnode, Device::Access::shared_write);
+    if (!device)
+        return device.error();
+    if (disk.diskseq && device->diskseq() && disk.diskseq != device->diskseq())
+        return Error{-ESTALE, disk.devnode + " is another disk now"};
+    JobOptions options = spec.options;
+    auto chunk = choose_chunk_bytes(options.chunk_bytes, m_config.chunk_set,
+                                    options.backend_block_bytes, device->geometry());
+    if (!chunk)
+        return chunk.error();
+    options.chunk_bytes = *chunk;
+    std::string note;
+    auto engine = make_io_engine(m_config.io_engine, device->fd(), options.queue_depth, note);
+    if (!engine)
+        return engine.error();
+    if (!note.empty())
+        m_log(true, spec.identity + ": " + note);
+    // The claim is made now, on this thread: a filesystem gone since it was seen
+    // is an error of the start.
+    auto claim = FreeSpaceFile::open(system_root() + fs.mount_point, fs.devnum);
+    if (!claim)
+        return claim.error();
+    auto shared = std::make_shared<std::optional<FreeSpaceFile>>(std::move(*claim));
+
+    JobTarget target;
+    target.geometry = device->geometry();
+    target.identity = spec.identity;
+    // The filesystem writes the disk all along: the sectors counted are not ours.
+    target.foreign_writes_counted = false;
+    target.source = [shared, fs, reserve = spec.reserve_bytes, block = options.backend_block_bytes](
+                        const RangeSet& done,
+                        uint64_t chunk_bytes) -> Result<std::unique_ptr<ChunkSource>> {
+        if (!*shared)
+            return Error{-EALREADY, "the claim was taken already"};
+        FsSourceOptions o;
+        o.disk_offset = fs.offset_bytes;
+        o.backend_block = block;
+        o.chunk = chunk_bytes;
+        o.reserve = reserve;
+        auto file = std::make_unique<FreeSpaceFile>(std::move(**shared));
+        shared->reset();
+        return std::unique_ptr<ChunkSource>(std::make_unique<FsSource>(std::move(file), o, done));
+    };
+    const auto log = m_log;
+    const auto identity = spec.identity;
+    log(false, identity + ": the free space of " + fs.fstype + " on " + fs.device + " at " +
+                   fs.mount_point + ", keeping " + format_size(spec.reserve_bytes) + " available" +
+                   (fstrim_timer_enabled()
+                        ? "; note: fstrim.timer is enabled: each week it discards the free space, "
+                          "which a thin backend may make cold again"
+                        : ""));
+    JobSpec run = spec;
+    run.options = options;
+    return std::unique_ptr<RunningJob>(new FilesystemJob(
+        std::move(*device), run, std::move(target), std::move(*engine),
         [log, identity](EventLevel level, const std::string& message) {
             log(level == EventLevel::warning, identity + ": " + message);
         },

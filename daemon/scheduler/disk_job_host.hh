@@ -17,10 +17,13 @@ public:
 
     Classification look(const DiskInfo& disk) override;
     ProtectedDisks protected_disks() override;
+    std::vector<Result<FilesystemTarget>> filesystems_on(const DiskInfo& disk) override;
     Result<std::unique_ptr<RunningJob>> start(const DiskInfo& disk, const JobSpec& spec,
                                               std::function<void()> on_finished) override;
 
 private:
+    Result<std::unique_ptr<RunningJob>> start_filesystem(const DiskInfo& disk, const JobSpec& spec,
+                                                         std::function<void()> on_finished);
     const Config& m_config;
     std::function<void(bool, const std::string&)> m_log;
 };

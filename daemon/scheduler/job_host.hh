@@ -4,7 +4,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.hh"
 #include "discovery/disk_info.hh"
@@ -12,6 +14,7 @@
 #include "engine/job.hh"
 #include "measurement/probe.hh"
 #include "safety/classify.hh"
+#include "safety/filesystem.hh"
 
 namespace prewarmd {
 
@@ -25,6 +28,10 @@ struct JobSpec {
     ProbeFigures probe_before;       // from the record: a resumed job keeps its cold probe
     bool backend_block_auto = false; // the probe's granularity sets the backend block
     Strategy strategy = Strategy::full;
+    // A filesystem job: the free space of this mounted filesystem, on the disk,
+    // warmed online, keeping `reserve_bytes` available (docs/design.md).
+    std::optional<FilesystemTarget> filesystem;
+    uint64_t reserve_bytes = 0;
 };
 
 // A job on its own thread.
@@ -48,6 +55,12 @@ public:
     virtual Classification look(const DiskInfo& disk) = 0;
     // The disks under /, /boot and swap, as they are now.
     virtual ProtectedDisks protected_disks() = 0;
+    // The filesystems mounted from this disk (itself or a partition), as the system
+    // sees them: each one that may be warmed online, or why not.
+    virtual std::vector<Result<FilesystemTarget>> filesystems_on(const DiskInfo& disk) {
+        (void)disk;
+        return {};
+    }
     // Claims the disk (an exclusive open of the same disk, by its sequence number,
     // and a verdict through that descriptor that allows the job) and starts the job;
     // `on_finished` is called from the job's thread when it ends. Errors say why not.

@@ -48,6 +48,8 @@ struct Scheduler::Entry {
     ProgressSnapshot last;
     ProbeFigures probe;   // from the record, or the job's
     bool probing = false; // a probe asked for runs: no job starts meanwhile
+    // The filesystem its job warms (queued or running for it): a filesystem job.
+    std::optional<FilesystemTarget> filesystem;
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
 };
@@ -203,7 +205,10 @@ void Scheduler::enter_ready(Entry& e) {
         return;
     }
     e.order = m_next_order++;
-    enter_queued(e, e.requested ? "asked for" : "");
+    enter_queued(e, e.filesystem ? "the free space of " + e.filesystem->fstype + " at " +
+                                       e.filesystem->mount_point
+                    : e.requested ? "asked for"
+                                  : "");
 }
 
 void Scheduler::enter_queued(Entry& e, std::string reason) {
@@ -237,6 +242,15 @@ void Scheduler::job_ended(Entry& e) {
     e.probe = e.job->probe();
     e.job.reset(); // closes the disk
     const auto stopping = std::exchange(e.stopping, std::nullopt);
+    if (e.filesystem && e.last.status == JobStatus::stepped_aside && !m_shutting_down &&
+        e.attached) {
+        // Unmounted, or its claim taken: the disk is its filesystem's; warmed again
+        // through it when (still, or once more) mounted.
+        e.filesystem.reset();
+        enter_skipped(e, "its filesystem job stopped: " + e.last.reason);
+        take_up_filesystem(e);
+        return;
+    }
     if (e.last.status == JobStatus::stepped_aside && !m_shutting_down && e.attached) {
         step_aside(e);
         return;
@@ -351,9 +365,11 @@ void Scheduler::decide(Entry& e) {
     switch (e.look.verdict) {
     case Verdict::refused:
         enter_skipped(e, "refused: " + e.look.reasons_text());
+        take_up_filesystem(e);
         return;
     case Verdict::needs_request:
         enter_skipped(e, "holds data, warmed only when asked: " + e.look.reasons_text());
+        take_up_filesystem(e);
         return;
     case Verdict::eligible:
         break;
@@ -388,6 +404,8 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
                                               ? "refused: "
                                               : "holds data now, warmed only when asked: ") +
                                   e->look.reasons_text());
+            take_up_filesystem(*e);
+            schedule();
             return;
         }
         enter_ready(*e);
@@ -396,10 +414,41 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
     }
     if (in_use) {
         enter_skipped(*e, "in use during the attach grace: " + why);
+        take_up_filesystem(*e);
+        schedule();
         return;
     }
     log(false, *e, why);
     enter_ready(*e);
+    schedule();
+}
+
+// A considered disk left to its users (formatted, mounted, in use) is warmed
+// through a filesystem of it that is mounted read-write, ext4 or xfs: its free
+// space, online (docs/design.md). True when queued for one. The disks under /,
+// /boot and swap are never considered (match rules), so never taken up here.
+bool Scheduler::take_up_filesystem(Entry& e) {
+    if (!e.attached || e.job || e.state != DiskState::skipped || !e.match.matched ||
+        (m_config.auto_prefill == AutoPrefill::never && !e.requested))
+        return false;
+    std::string refused;
+    for (auto& fs : m_host.filesystems_on(e.disk)) {
+        if (!fs) {
+            refused += (refused.empty() ? "" : "; ") + fs.error().message;
+            continue;
+        }
+        e.filesystem = std::move(*fs);
+        enter_ready(e);
+        return true;
+    }
+    if (!refused.empty() && e.reason.find(refused) == std::string::npos)
+        enter_skipped(e, e.reason + "; not warmed online: " + refused);
+    return false;
+}
+
+void Scheduler::mounts_changed() {
+    for (auto& [id, e] : m_entries)
+        take_up_filesystem(*e);
     schedule();
 }
 
@@ -482,6 +531,10 @@ JobSpec Scheduler::spec_for(const Entry& e) const {
     // The first share; rebalance() sets every running job's rate.
     o.rate_bytes_per_s =
         override_rate(e).value_or(m_config.total_rate_bytes_per_s / (running_jobs() + 1));
+    if (e.filesystem) {
+        spec.filesystem = e.filesystem;
+        spec.reserve_bytes = e.filesystem->size_bytes / 100 * m_config.filesystem_reserve_percent;
+    }
     return spec;
 }
 
@@ -502,7 +555,10 @@ void Scheduler::schedule() {
                 m_hooks.wake();
         });
         if (!job) {
+            const bool was_filesystem = std::exchange(next->filesystem, std::nullopt).has_value();
             enter_skipped(*next, "not started: " + job.error().message);
+            if (!was_filesystem)
+                take_up_filesystem(*next);
             continue;
         }
         enter_running(*next, std::move(*job));
@@ -582,6 +638,8 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
         m_hooks.forget_grace(e->identity);
     e->grace_watched = false;
     e->quiet_watched = false;
+    if (e->state != DiskState::queued)
+        e->filesystem.reset(); // asked for: the disk, not a filesystem's free space
     enter_ready(*e);
     schedule();
     return {};
@@ -800,6 +858,7 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     // A job asked for holds the disk to itself once it runs (DiskJobHost::start).
     v.exclusive = e->requested && (e->job || e->state == DiskState::queued);
     v.probe = e->job ? e->job->probe() : e->probe;
+    v.filesystem = e->filesystem;
     if (e->job && m_pressure < 1)
         v.adaptive = m_pressure_why;
     if (e->job && v.progress.status == JobStatus::paused && v.state == DiskState::running) {

@@ -42,6 +42,8 @@ struct DiskView {
     bool exclusive = false; // its job holds the disk to itself (O_EXCL): asked for
     std::string adaptive;   // while its job is held or backed off: how and why
     ProbeFigures probe;
+    // Queued or running for a filesystem of it (a filesystem job), or nullopt.
+    std::optional<FilesystemTarget> filesystem;
     int64_t first_seen_unix = 0; // this run
     int64_t state_since_unix = 0;
 
@@ -100,6 +102,9 @@ public:
     void on_detached(const DiskInfo& disk);
     void on_grace(const std::string& identity, bool in_use, const std::string& why);
     void set_boot_finished(bool finished);
+    // The system's mount table changed: disks left to their users are warmed
+    // through a filesystem of theirs that is mounted now.
+    void mounts_changed();
     // Called from the loop after a job's thread said it ended.
     void reap();
 
@@ -167,6 +172,7 @@ private:
     void rebalance();
     void stop_job(Entry& entry, Stopping stopping);
     void step_aside(Entry& entry);
+    bool take_up_filesystem(Entry& entry);
     void job_ended(Entry& entry);
 
     // The states, each entered through its function, each change through set_state.

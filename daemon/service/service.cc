@@ -1,6 +1,8 @@
 #include "service/service.hh"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/sysmacros.h>
@@ -28,6 +30,7 @@
 #include "discovery/identity.hh"
 #include "discovery/tracker.hh"
 #include "discovery/udev.hh"
+#include "safety/filesystem.hh"
 #include "safety/grace.hh"
 #include "scheduler/adaptive.hh"
 #include "scheduler/disk_job_host.hh"
@@ -90,6 +93,7 @@ private:
 
     void settings_changed();
     void on_udev();
+    void on_mounts();
     void grace_outcomes();
     void on_signal();
     void reload();
@@ -120,6 +124,7 @@ private:
     DiskTracker m_tracker;
     UniqueFd m_signals;
     UniqueFd m_wake;
+    UniqueFd m_mounts; // the system's mount table: readable (EPOLLPRI) when it changed
     std::vector<EventLoop::Handle> m_handles;
     std::string m_last_status;
     Clock::time_point m_next_second{};
@@ -273,6 +278,17 @@ Result<void> Service::start_sources() {
                    })})
         if (!r)
             return r.error();
+    // Filesystems mounted or unmounted (the system's table, not this namespace's
+    // copy): a formatted disk is warmed through its filesystem once mounted.
+    m_mounts.reset(::open(system_mountinfo_path().c_str(), O_RDONLY | O_CLOEXEC));
+    if (!m_mounts)
+        return errno_error(system_mountinfo_path());
+    if (auto handle = m_loop->watch(
+            m_mounts.get(), [] { return uint32_t{EPOLLPRI}; }, [this] { on_mounts(); });
+        !handle)
+        return handle.error();
+    else
+        m_handles.push_back(std::move(*handle));
     // Grace outcomes come from an open seen (the fd) or a period ended (the timer).
     m_handles.push_back(
         m_loop->timer([this] { return m_grace->next_deadline(); }, [this] { grace_outcomes(); }));
@@ -292,6 +308,16 @@ Result<void> Service::start_sources() {
                                           }));
     }
     return {};
+}
+
+// The table is read to its end: that is what re-arms the kernel's change signal.
+void Service::on_mounts() {
+    char buffer[65536];
+    ::lseek(m_mounts.get(), 0, SEEK_SET);
+    while (::read(m_mounts.get(), buffer, sizeof buffer) > 0) {
+    }
+    m_scheduler->mounts_changed();
+    notify_status();
 }
 
 Result<void> Service::enumerate() {

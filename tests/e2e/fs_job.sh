@@ -6,7 +6,8 @@
 # once a second job has run without the workload, a new 128 MiB file allocates at
 # most a quarter of the 64 blocks it would on a cold filesystem (ext4: 0 to 2 in the
 # runs seen; xfs: 0 to 11, its allocator keeps some free space from the job's file:
-# docs/engine.md); a SIGKILL mid-job leaves the free space as it was.
+# docs/engine.md); a SIGKILL mid-job leaves the free space as it was; an umount
+# mid-job succeeds at once, and the next job takes back what that one claimed.
 source "$(dirname "$0")/lib.sh"
 require_devices
 for tool in mkfs.ext4 mkfs.xfs e2fsck xfs_repair stat; do
@@ -112,7 +113,8 @@ for fs in ext4 xfs; do
     pass "$fs: a new 128 MiB file allocated $fresh new blocks (64 when cold)"
     rm -f "$mnt/after"
 
-    # SIGKILL mid-job: the claimed space goes with the process.
+    # SIGKILL mid-job: the process that waits for the job's end removes the claim.
+    claim=$mnt/.prewarmd-claim
     sync
     before=$(avail "$mnt")
     "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >/dev/null 2>&1 &
@@ -123,8 +125,32 @@ for fs in ext4 xfs; do
     ((mid < before - (64 << 20))) || fail "$fs: the job claimed nothing ($mid of $before available)"
     kill -KILL "$job"
     wait "$job" 2>/dev/null || true
+    for _ in $(seq 50); do [[ -e $claim ]] || break; sleep 0.1; done
+    [[ ! -e $claim ]] || fail "$fs: the claim is still there 5 s after a SIGKILL"
     sync
     check_eq "$(avail "$mnt")" "$before" "$fs: the available space after a SIGKILL mid-job"
+
+    # umount mid-job succeeds at the first try (the claim is open only for
+    # milliseconds at a time); the job stops writing; the claim it leaves in the
+    # unmounted filesystem (at most 1 GiB) goes with the next job there.
+    "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >"$TEST_DIR/umount-$fs.out" 2>&1 &
+    job=$!
+    on_cleanup "kill -KILL $job 2>/dev/null; wait $job 2>/dev/null; true"
+    sleep 1.5
+    umount "$mnt" 2>"$TEST_DIR/umount-$fs.err" || fail "$fs: umount mid-job: $(cat "$TEST_DIR/umount-$fs.err")"
+    pass "$fs: umount mid-job succeeded at once"
+    run_status wait "$job"
+    grep -q "was unmounted" "$TEST_DIR/umount-$fs.out" ||
+        fail "$fs: the job did not say the filesystem went: $(tail -3 "$TEST_DIR/umount-$fs.out")"
+    pass "$fs: the job stopped: $(grep -m1 -o "the filesystem at .* was unmounted" "$TEST_DIR/umount-$fs.out")"
+    mount "$dev" "$mnt"
+    left=$(stat -c %b "$claim" 2>/dev/null || echo 0)
+    check_le $((left * 512)) $((1 << 30)) "$fs: bytes the claim left behind holds"
+    run_status "$prewarmd" prefill --reserve 10% "$mnt" >"$TEST_DIR/after-umount-$fs.out" 2>&1
+    check_eq "$status" 0 "$fs: the next job"
+    [[ ! -e $claim ]] || fail "$fs: the next job left its claim"
+    sync
+    check_eq "$(avail "$mnt")" "$before" "$fs: the available space after the next job"
 
     umount "$mnt"
     if [[ $fs == ext4 ]]; then

@@ -34,6 +34,11 @@ check_ge() { # ACTUAL MINIMUM WHAT
     pass "$3 ($1 >= $2)"
 }
 
+check_le() { # ACTUAL MAXIMUM WHAT
+    awk -v a="$1" -v m="$2" 'BEGIN { exit !(a <= m) }' || fail "$3: expected at most $2, got $1"
+    pass "$3 ($1 <= $2)"
+}
+
 require_devices() {
     [[ $(id -u) == 0 ]] || cannot_run "needs root for loop devices and FUSE"
     [[ -c /dev/fuse ]] || cannot_run "no /dev/fuse"

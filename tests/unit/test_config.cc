@@ -98,7 +98,8 @@ TEST_CASE("errors name the file, the line and the key") {
           "to 64, not 0");
     CHECK(error_of("[prefill]\n\nmax_paralel = 2\n") ==
           "/etc/prewarmd/prewarmd.toml:3: [prefill] max_paralel: unknown key (auto_prefill, mode, "
-          "strategy, chunk, backend_block, queue_depth, max_parallel, total_rate, "
+          "strategy, chunk, backend_block, queue_depth, max_parallel, filesystem_reserve, "
+          "total_rate, "
           "checkpoint_interval, "
           "io_engine, idle_priority, probe, adaptive, adaptive_watch)");
     CHECK(error_of("[prefil]\nmode = \"zero\"\n").find(":1: [prefil]: unknown section") !=

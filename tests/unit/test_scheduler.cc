@@ -68,6 +68,10 @@ public:
         return c;
     }
     ProtectedDisks protected_disks() override { return {}; }
+    std::vector<Result<FilesystemTarget>> filesystems_on(const DiskInfo& disk) override {
+        const auto it = mounted.find(disk.name);
+        return it == mounted.end() ? std::vector<Result<FilesystemTarget>>() : it->second;
+    }
     Result<std::unique_ptr<RunningJob>> start(const DiskInfo& disk, const JobSpec& spec,
                                               std::function<void()> on_finished) override {
         if (refuse_start.count(disk.name))
@@ -78,6 +82,7 @@ public:
         return std::unique_ptr<RunningJob>(std::move(job));
     }
     std::map<std::string, Verdict> verdicts;
+    std::map<std::string, std::vector<Result<FilesystemTarget>>> mounted;
     std::map<std::string, int> looks; // opens of the disk to classify it
     std::set<std::string> refuse_start;
     std::map<std::string, FakeJob*> jobs;
@@ -126,6 +131,16 @@ struct Harness {
     std::vector<std::string> log;
 };
 
+FilesystemTarget ext4_at(const std::string& mount_point, const std::string& device) {
+    FilesystemTarget t;
+    t.mount_point = mount_point;
+    t.fstype = "ext4";
+    t.device = device;
+    t.disk = "xvdc";
+    t.size_bytes = 10ULL << 30;
+    return t;
+}
+
 } // namespace
 
 TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
@@ -169,6 +184,79 @@ TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with t
     CHECK(h.state_of(busy) == DiskState::skipped);
     CHECK(h.reason_of(busy) == "in use during the attach grace: opened by mkfs.ext4 (pid 812)");
     CHECK(h.host.jobs.empty());
+}
+
+TEST_CASE("a disk left to its users is warmed through its filesystem once mounted") {
+    Harness h("filesystem_reserve = 10\n");
+    const auto xvdc = xen_disk("xvdc", 51744);
+    h.host.verdicts["xvdc"] = Verdict::needs_request;
+    h.scheduler->on_attached(xvdc);
+    CHECK(h.state_of(xvdc) == DiskState::skipped);
+    CHECK(h.host.jobs.empty());
+
+    // Unsupported: said, and nothing starts.
+    h.host.mounted["xvdc"] = {Error{-EINVAL, "/srv: btrfs is not supported yet"}};
+    h.scheduler->mounts_changed();
+    CHECK(h.state_of(xvdc) == DiskState::skipped);
+    CHECK(h.reason_of(xvdc).find("not warmed online: /srv: btrfs is not supported yet") !=
+          std::string::npos);
+
+    h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
+    h.scheduler->mounts_changed();
+    CHECK(h.state_of(xvdc) == DiskState::running);
+    REQUIRE(h.host.specs.count("xvdc"));
+    REQUIRE(h.host.specs["xvdc"].filesystem);
+    CHECK(h.host.specs["xvdc"].filesystem->mount_point == "/data");
+    CHECK(h.host.specs["xvdc"].reserve_bytes == (10ULL << 30) / 100 * 10);
+    const auto view = h.scheduler->disk(disk_identity(xvdc));
+    REQUIRE(view->filesystem);
+    CHECK(view->filesystem->device == "xvdc1");
+
+    // Unmounted mid-job: the job steps aside; the disk waits for the next mount.
+    h.host.mounted.erase("xvdc");
+    h.host.jobs["xvdc"]->finish(JobStatus::stepped_aside, "the filesystem at /data was unmounted");
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdc) == DiskState::skipped);
+    CHECK(h.reason_of(xvdc) == "its filesystem job stopped: the filesystem at /data was unmounted");
+    CHECK_FALSE(h.scheduler->disk(disk_identity(xvdc))->filesystem);
+
+    h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
+    h.scheduler->mounts_changed();
+    CHECK(h.state_of(xvdc) == DiskState::running);
+    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdc) == DiskState::done);
+    h.scheduler->mounts_changed(); // done stays done
+    CHECK(h.state_of(xvdc) == DiskState::done);
+}
+
+TEST_CASE("filesystems: auto_prefill never, disks not considered and busy starts") {
+    Harness h("auto_prefill = \"never\"\n");
+    const auto xvdc = xen_disk("xvdc", 51744);
+    h.host.verdicts["xvdc"] = Verdict::needs_request;
+    h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
+    h.scheduler->on_attached(xvdc);
+    h.scheduler->mounts_changed();
+    CHECK(h.state_of(xvdc) == DiskState::skipped);
+    CHECK(h.host.jobs.empty());
+
+    Harness b;
+    auto loop = load_udev_fixture("loop3.txt");
+    b.host.mounted["loop3"] = {ext4_at("/data", "loop3")};
+    b.scheduler->on_attached(loop);
+    b.scheduler->mounts_changed();
+    CHECK(b.state_of(loop) == DiskState::skipped);
+    CHECK(b.host.jobs.empty());
+
+    // Formatted and mounted before the daemon saw it: a filesystem job at once;
+    // one that cannot start is skipped with the reason, and not retried in a loop.
+    Harness c;
+    c.host.verdicts["xvdc"] = Verdict::refused;
+    c.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
+    c.host.refuse_start.insert("xvdc");
+    c.scheduler->on_attached(xvdc);
+    CHECK(c.state_of(xvdc) == DiskState::skipped);
+    CHECK(c.reason_of(xvdc) == "not started: refused: mounted at /mnt");
 }
 
 TEST_CASE("at most max_parallel jobs; the rest queue in order, asked-for jobs first") {
