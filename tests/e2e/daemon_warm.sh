@@ -50,7 +50,8 @@ holder=$!
 on_cleanup "kill $holder"
 # Opened before the daemon looks (refused at once) or during the grace (skipped
 # then): which one depends on when udev's event arrives; untouched either way.
-wait_for_log "$(disk_pattern busy): (waiting -> skipped: in use during the attach grace: opened by|discovered -> skipped: refused: open in another process:) sleep \(pid $holder\)"
+# The holder is named bash until its exec, which comes after the open.
+wait_for_log "$(disk_pattern busy): (waiting -> skipped: in use during the attach grace: opened by|discovered -> skipped: refused: open in another process:) (sleep|bash) \(pid $holder\)"
 wait_for_log "$(disk_pattern quiet): running -> done" 30
 check_eq "$(stat_of busy blocks_allocated)" 0 "blocks allocated on the disk in use"
 
