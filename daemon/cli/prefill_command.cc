@@ -385,22 +385,32 @@ Result<uint64_t> parse_reserve(const std::string& text, uint64_t fs_size) {
 }
 
 // Free space claimed through the filesystem, in a file that goes with the job (or
-// with the process, however it ends: io/free_space.hh).
+// with the process, however it ends: io/free_space.hh); sparse where the probe in
+// the claim proves it enough (engine/fs_source.hh).
 std::function<Result<std::unique_ptr<ChunkSource>>(const RangeSet&, uint64_t)>
-filesystem_source(const FilesystemTarget& fs, uint64_t reserve, uint64_t backend_block) {
-    return [fs, reserve, backend_block](const RangeSet& done,
-                                        uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
-        auto file = FreeSpaceFile::open(fs.mount_point, fs.devnum);
-        if (!file)
-            return file.error();
-        FsSourceOptions options;
-        options.disk_offset = fs.offset_bytes;
-        options.backend_block = backend_block;
-        options.chunk = chunk;
-        options.reserve = reserve;
-        return std::unique_ptr<ChunkSource>(std::make_unique<FsSource>(
-            std::make_unique<FreeSpaceFile>(std::move(*file)), options, done));
-    };
+filesystem_source(const FilesystemTarget& fs, uint64_t reserve, const Settings& s,
+                  const Device& device, Console& console) {
+    return
+        [fs, reserve, backend_block = s.backend_block_bytes, strategy = s.strategy, &device,
+         &console](const RangeSet& done, uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
+            auto file = FreeSpaceFile::open(fs.mount_point, fs.devnum);
+            if (!file)
+                return file.error();
+            FsSourceOptions options;
+            options.disk_offset = fs.offset_bytes;
+            options.backend_block = backend_block;
+            options.chunk = chunk;
+            options.reserve = reserve;
+            auto chosen = choose_fs_strategy(device, *file, options, strategy);
+            if (!chosen)
+                return chosen.error();
+            if (!chosen->note.empty())
+                console.message(chosen->note);
+            options.piece = chosen->piece;
+            options.backend_block = chosen->block;
+            return std::unique_ptr<ChunkSource>(std::make_unique<FsSource>(
+                std::make_unique<FreeSpaceFile>(std::move(*file)), options, done));
+        };
 }
 
 } // namespace
@@ -468,7 +478,7 @@ int prefill_command(const std::vector<std::string>& args) {
         auto reserve = parse_reserve(s.reserve, fs->size_bytes);
         if (!reserve)
             return fail(exit_usage, "--reserve: " + reserve.error().message);
-        target.source = filesystem_source(*fs, *reserve, s.backend_block_bytes);
+        target.source = filesystem_source(*fs, *reserve, s, *device, console);
         // The filesystem writes the disk all along: the sectors counted are not ours.
         target.foreign_writes_counted = false;
         console.message("the free space of " + fs->fstype + " on " + fs->device + " at " +

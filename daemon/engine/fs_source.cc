@@ -1,6 +1,14 @@
 #include "engine/fs_source.hh"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+
+#include "base/units.hh"
+#include "base/zero.hh"
 
 namespace prewarmd {
 namespace {
@@ -17,7 +25,119 @@ bool overlap(const Extent& a, const Extent& b) {
     return a.offset < b.end() && b.offset < a.end();
 }
 
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+
+// The regions of the claimed extents that read all-zero, up to `wanted`; probed
+// when there are `needed`.
+Result<ColdProbe> probe_zero_regions(const Device& device,
+                                     const std::vector<ClaimedExtent>& extents,
+                                     uint64_t disk_offset, size_t wanted, size_t needed,
+                                     SpaceClaim& claim) {
+    constexpr uint64_t spacing = 2 * max_granularity;
+    void* p = nullptr;
+    if (const int e = ::posix_memalign(&p, 4096, max_granularity); e != 0)
+        return Error{-e, "cannot allocate a probe buffer"};
+    const std::unique_ptr<char, FreeDeleter> buffer(static_cast<char*>(p));
+    std::vector<uint64_t> places;
+    size_t looked = 0;
+    for (const auto& e : extents) {
+        const uint64_t begin = round_up(disk_offset + e.device_offset, max_granularity);
+        const uint64_t end = disk_offset + e.device_offset + e.length;
+        for (uint64_t at = begin; at + max_granularity <= end && places.size() < wanted;
+             at += spacing) {
+            ++looked;
+            const ssize_t n =
+                ::pread(device.fd(), buffer.get(), max_granularity, static_cast<off_t>(at));
+            if (n < 0)
+                return errno_error("read at offset " + std::to_string(at));
+            if (static_cast<uint64_t>(n) == max_granularity &&
+                is_all_zero(buffer.get(), max_granularity))
+                places.push_back(at);
+        }
+    }
+    if (places.size() < needed)
+        return Error{-ENOSPC, "too little never-written free space to probe (" +
+                                  std::to_string(places.size()) + " of " + std::to_string(looked) +
+                                  " regions of 4 MiB claimed read all-zero)"};
+    return probe_regions(device, places, [&claim] { return claim.lost(); });
+}
+
+// Free space claimed, probed in 4 MiB regions 8 MiB apart (a region's writes
+// reach 2 MiB into it) that read all-zero (never written, most likely: free space
+// holding a deleted file's data was written, and is warm), and given back.
+Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
+                                 const FsSourceOptions& options) {
+    constexpr size_t regions_wanted = 8, regions_needed = 4, candidates = 24;
+    constexpr uint64_t spacing = 2 * max_granularity;
+    auto available = claim.available();
+    if (!available)
+        return available.error();
+    const uint64_t room = *available > options.reserve ? *available - options.reserve : 0;
+    const uint64_t bytes = round_down(std::min<uint64_t>(room, candidates * spacing), spacing);
+    if (bytes < regions_needed * spacing)
+        return Error{-ENOSPC, "too little free space above the reserve to probe (" +
+                                  format_size(room) + ")"};
+    auto extents = claim.claim(bytes);
+    if (!extents)
+        return extents.error();
+    auto probe = probe_zero_regions(device, *extents, options.disk_offset, regions_wanted,
+                                    regions_needed, claim);
+    // The filesystem went (unmounted, the claim removed): nothing to give back to,
+    // and the job will step aside at its first look.
+    if (const auto lost = claim.lost(); !lost.empty())
+        return Error{-ESTALE, "stopped: " + lost};
+    for (const auto& e : *extents)
+        if (auto released = claim.release(e.file_offset, e.length); !released)
+            return released.error();
+    if (auto settled = claim.settle(); !settled)
+        return settled.error();
+    return probe;
+}
+
 } // namespace
+
+Result<FsStrategy> choose_fs_strategy(const Device& device, SpaceClaim& claim,
+                                      const FsSourceOptions& options, Strategy strategy) {
+    FsStrategy out;
+    out.block = options.backend_block;
+    if (strategy == Strategy::full)
+        return out;
+    auto probe = probe_in_claim(device, claim, options);
+    if (!probe) {
+        if (!claim.lost().empty()) {
+            out.note = "probe in the claim: " + probe.error().message;
+            return out;
+        }
+        if (strategy == Strategy::sparse)
+            return Error{probe.error().err, "probe in the claim: " + probe.error().message +
+                                                ": sparse warming cannot be proven here"};
+        out.note = "probe in the claim: " + probe.error().message + ": full writes";
+        return out;
+    }
+    out.probe = *probe;
+    const auto allocation = std::string(to_string(probe->allocation));
+    if (strategy == Strategy::sparse && probe->allocation == Allocation::per_sector)
+        return Error{-EOPNOTSUPP, "sparse writes would leave the middle of the blocks cold: the "
+                                  "probe found " +
+                                      allocation + " allocation (" + probe->allocation_note + ")"};
+    if (strategy == Strategy::automatic && probe->allocation != Allocation::whole_block) {
+        out.note = "full writes: the probe found " + allocation + " allocation (" +
+                   probe->allocation_note + ")";
+        return out;
+    }
+    if (probe->allocation == Allocation::whole_block && probe->granularity_bytes)
+        out.block = probe->granularity_bytes;
+    out.piece = std::max<uint64_t>(probe_io_bytes, device.geometry().logical_block_bytes);
+    out.note = "sparse: one " + format_size(out.piece) + " write per " + format_size(out.block) +
+               " block (" +
+               (probe->allocation == Allocation::whole_block
+                    ? probe->allocation_note
+                    : "strategy = \"sparse\", not proven: " + probe->allocation_note) +
+               ")";
+    return out;
+}
 
 FsSource::FsSource(std::unique_ptr<SpaceClaim> claim, FsSourceOptions options, RangeSet done)
     : m_claim(std::move(claim)), m_options(options), m_done(std::move(done)),
@@ -69,8 +189,12 @@ void FsSource::again(const Extent& chunk) {
 
 void FsSource::visited(const Extent& chunk) {
     std::erase(m_taken, chunk);
-    m_warmed.add(chunk);
-    m_done.add(chunk);
+    m_warmed.add(covered(chunk));
+    m_done.add(covered(chunk));
+}
+
+Extent FsSource::covered(const Extent& chunk) const {
+    return m_options.piece ? Extent{chunk.offset, m_options.backend_block} : chunk;
 }
 
 bool FsSource::exhausted() {
@@ -143,6 +267,12 @@ Result<void> FsSource::claim_more() {
         m_claimed.push_back(c);
         if (c.disk.length == 0)
             continue;
+        if (m_options.piece) {
+            for (uint64_t at = c.disk.offset; at < c.disk.end(); at += m_options.backend_block)
+                if (!m_done.covers(at, at + m_options.backend_block))
+                    m_queue.push_back({at, m_options.piece});
+            continue;
+        }
         RangeSet todo;
         todo.add(c.disk);
         const auto left = todo.minus(m_done);

@@ -22,8 +22,11 @@
 #include <optional>
 #include <vector>
 
+#include "engine/mode.hh"
 #include "engine/plan.hh"
+#include "io/device.hh"
 #include "io/free_space.hh"
+#include "measurement/probe.hh"
 
 namespace prewarmd {
 
@@ -32,6 +35,9 @@ struct FsSourceOptions {
     uint64_t backend_block = 0; // chunks are whole, aligned backend blocks of the disk
     uint64_t chunk = 0;         // a multiple of the backend block
     uint64_t reserve = 0;       // available space never claimed
+    // Sparse: one piece of this many bytes at the start of each backend block,
+    // standing for the block (0: every byte).
+    uint64_t piece = 0;
     uint64_t step = 256ULL << 20;
     // Claimed at most at once: what a claim left behind can hold (docs/engine.md).
     uint64_t max_claimed = 1ULL << 30;
@@ -39,6 +45,23 @@ struct FsSourceOptions {
     unsigned max_sweeps = 4;
     std::chrono::milliseconds pause_after_pressure{1000};
 };
+
+// How a filesystem job writes: every byte, or one piece per block where the
+// backend allocates whole blocks. Decided in the job's own claim before it writes
+// anything, since the places of a proof after the job are the filesystem's again
+// by then: 4 MiB regions of claimed free space are probed as the cold probe's
+// calibration regions (a first write, one beside it, the first again), then given
+// back (docs/engine.md "Sparse filesystem jobs").
+struct FsStrategy {
+    uint64_t piece = 0; // 0: every byte
+    uint64_t block = 0; // the backend block a piece stands for
+    std::optional<ColdProbe> probe;
+    std::string note; // what was chosen and why ("" when nothing was asked)
+};
+// "auto": sparse only where the probe found whole-block allocation; "sparse":
+// fails where it found per-sector allocation (the blocks would stay cold).
+Result<FsStrategy> choose_fs_strategy(const Device& device, SpaceClaim& claim,
+                                      const FsSourceOptions& options, Strategy strategy);
 
 class FsSource final : public ChunkSource {
 public:
@@ -55,6 +78,8 @@ public:
     // Checks the available space; gives claimed space back when it is short.
     Result<std::optional<Clock::time_point>> tick(Clock::time_point now) override;
     std::string lost() override { return m_claim->lost(); }
+    Extent covered(const Extent& chunk) const override;
+    bool sparse() const override { return m_options.piece != 0; }
 
     uint64_t claimed_bytes() const;
     uint64_t released_bytes() const { return m_released; }

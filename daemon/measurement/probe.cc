@@ -61,6 +61,66 @@ uint64_t stride_bytes(uint64_t size_bytes, unsigned strides) {
     return strides ? size_bytes / strides / max_granularity * max_granularity : 0;
 }
 
+// One calibration region, 4 MiB from `offset`: its first write, the write 4 KiB
+// beside it just after, writes 64 KiB, 128 KiB ... 2 MiB on, and the first place
+// again (warm by then).
+struct Calibration {
+    double first = 0, beside = 0, again = 0;
+    uint64_t granularity = 0; // 0: not told
+};
+
+Result<Calibration> calibrate(int fd, unsigned char* buffer, uint64_t offset,
+                              const SomeoneElse& someone_else) {
+    Calibration c;
+    auto first = timed_rewrite(fd, buffer, offset, someone_else);
+    if (!first)
+        return first.error();
+    auto beside = timed_rewrite(fd, buffer, offset + probe_io_bytes, someone_else);
+    if (!beside)
+        return beside.error();
+    std::vector<double> at_distance;
+    for (uint64_t d = min_granularity; d < max_granularity; d *= 2) {
+        auto t = timed_rewrite(fd, buffer, offset + d, someone_else);
+        if (!t)
+            return t.error();
+        at_distance.push_back(*t);
+    }
+    auto again = timed_rewrite(fd, buffer, offset, someone_else);
+    if (!again)
+        return again.error();
+    c.first = *first;
+    c.beside = *beside;
+    c.again = *again;
+    c.granularity = granularity_from(c.first, c.again, at_distance);
+    return c;
+}
+
+// The rewrite figures, the granularity (the regions' median) and the verdict.
+void judge_regions(ColdProbe& out, const std::vector<Calibration>& regions) {
+    std::vector<double> first, beside, again;
+    std::vector<uint64_t> estimates;
+    for (const auto& r : regions) {
+        first.push_back(r.first);
+        beside.push_back(r.beside);
+        again.push_back(r.again);
+        if (r.granularity)
+            estimates.push_back(r.granularity);
+    }
+    out.rewrite = summarize(again);
+    if (estimates.empty()) {
+        out.granularity_note = "unknown: no first-write penalty to time";
+    } else {
+        std::sort(estimates.begin(), estimates.end());
+        out.granularity_bytes = estimates[estimates.size() / 2];
+        const auto agree = std::count(estimates.begin(), estimates.end(), out.granularity_bytes);
+        out.granularity_note =
+            std::to_string(agree) + " of " + std::to_string(regions.size()) + " regions agree";
+        if (out.granularity_bytes == max_granularity)
+            out.granularity_note += "; 4 MiB or more";
+    }
+    judge_allocation(out, first, beside, again);
+}
+
 } // namespace
 
 unsigned probe_strides(uint64_t size_bytes, unsigned samples) {
@@ -162,53 +222,47 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();
-    std::vector<double> cold, rewrite, calibration_first, beside;
-    std::vector<uint64_t> estimates;
+    std::vector<double> cold;
+    std::vector<Calibration> regions;
     const auto offsets = cold_offsets(g.size_bytes, out.strides);
     for (size_t i = 0; i < offsets.size(); ++i) {
+        if (i < options.calibration_regions) {
+            auto region = calibrate(fd, buffer->get(), offsets[i], options.someone_else);
+            if (!region)
+                return region.error();
+            cold.push_back(region->first);
+            regions.push_back(*region);
+            continue;
+        }
         auto first = timed_rewrite(fd, buffer->get(), offsets[i], options.someone_else);
         if (!first)
             return first.error();
         cold.push_back(*first);
-        if (i >= options.calibration_regions)
-            continue;
-        calibration_first.push_back(*first);
-        auto next_to =
-            timed_rewrite(fd, buffer->get(), offsets[i] + probe_io_bytes, options.someone_else);
-        if (!next_to)
-            return next_to.error();
-        beside.push_back(*next_to);
-        std::vector<double> at_distance;
-        for (uint64_t d = min_granularity; d < max_granularity; d *= 2) {
-            auto t = timed_rewrite(fd, buffer->get(), offsets[i] + d, options.someone_else);
-            if (!t)
-                return t.error();
-            at_distance.push_back(*t);
-        }
-        auto again = timed_rewrite(fd, buffer->get(), offsets[i], options.someone_else);
-        if (!again)
-            return again.error();
-        rewrite.push_back(*again);
-        if (const auto estimate = granularity_from(*first, *again, at_distance))
-            estimates.push_back(estimate);
     }
     out.cold = summarize(cold);
-    out.rewrite = summarize(rewrite);
-    if (estimates.empty()) {
-        out.granularity_note = "unknown: no first-write penalty to time";
-    } else {
-        std::sort(estimates.begin(), estimates.end());
-        out.granularity_bytes = estimates[estimates.size() / 2];
-        const auto agree = std::count(estimates.begin(), estimates.end(), out.granularity_bytes);
-        out.granularity_note =
-            std::to_string(agree) + " of " +
-            std::to_string(options.calibration_regions < out.strides ? options.calibration_regions
-                                                                     : out.strides) +
-            " regions agree";
-        if (out.granularity_bytes == max_granularity)
-            out.granularity_note += "; 4 MiB or more";
+    judge_regions(out, regions);
+    return out;
+}
+
+Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t>& regions,
+                                const SomeoneElse& someone_else) {
+    if (regions.empty())
+        return Error{-EINVAL, "no region to probe"};
+    auto buffer = aligned_buffer(probe_io_bytes);
+    if (!buffer)
+        return buffer.error();
+    ColdProbe out;
+    std::vector<double> cold;
+    std::vector<Calibration> measured;
+    for (const uint64_t offset : regions) {
+        auto region = calibrate(device.fd(), buffer->get(), offset, someone_else);
+        if (!region)
+            return region.error();
+        cold.push_back(region->first);
+        measured.push_back(*region);
     }
-    judge_allocation(out, calibration_first, beside, rewrite);
+    out.cold = summarize(cold);
+    judge_regions(out, measured);
     return out;
 }
 
@@ -227,18 +281,33 @@ std::string_view to_string(Allocation allocation) {
 void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
                       const std::vector<double>& beside_s, const std::vector<double>& again_s) {
     probe.beside = summarize(beside_s);
-    const size_t n = std::min({first_s.size(), beside_s.size(), again_s.size()});
+    size_t n = std::min({first_s.size(), beside_s.size(), again_s.size()});
     if (n == 0 || !has_penalty(probe)) {
         probe.allocation = Allocation::unknown;
         probe.allocation_note = "unknown: no first-write penalty to tell by";
         return;
     }
-    size_t warm = 0;
-    for (size_t i = 0; i < n; ++i)
+    // A region warm before its first write (written by someone before) tells
+    // nothing of what a first write does: left out.
+    size_t warm = 0, counted_regions = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (first_s[i] < 3 * again_s[i])
+            continue;
+        ++counted_regions;
         if (beside_s[i] <= std::sqrt(first_s[i] * again_s[i]))
             ++warm;
-    const std::string counted = std::to_string(warm) + " of " + std::to_string(n) +
-                                " writes beside a first write were warm";
+    }
+    std::string counted = std::to_string(warm) + " of " + std::to_string(counted_regions) +
+                          " writes beside a first write were warm";
+    if (counted_regions < n)
+        counted += " (" + std::to_string(n - counted_regions) + " of " + std::to_string(n) +
+                   " regions warm before: left out)";
+    if (counted_regions < std::min<size_t>(n, 4)) {
+        probe.allocation = Allocation::unknown;
+        probe.allocation_note = counted + ": too few cold regions to tell";
+        return;
+    }
+    n = counted_regions;
     if (4 * warm >= 3 * n && probe.granularity_bytes) {
         probe.allocation = Allocation::whole_block;
         probe.allocation_note = counted + ": a first write warms its whole block";

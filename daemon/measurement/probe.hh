@@ -84,6 +84,12 @@ struct WarmProbe {
 };
 
 Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options);
+// The calibration alone, in 4 MiB regions from `regions` (disk offsets) that
+// nobody else writes meanwhile: free space a filesystem job holds in its claim.
+// No zero reads and no strides (no warm probe can follow: the places go back to
+// the filesystem).
+Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t>& regions,
+                                const SomeoneElse& someone_else = {});
 // `shift`: the warm places that far into their blocks (after a sparse job, which
 // wrote each block's start only, the proof is in the middle).
 Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
@@ -98,8 +104,10 @@ Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
 uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s);
 
 // The verdict from the calibration regions: per region, its first write, the write
-// 4 KiB beside it just after, and the first place again (warm). A write beside is
-// warm when nearer the rewrite than the first write on a log scale. Whole-block
+// 4 KiB beside it just after, and the first place again (warm). Regions whose
+// first write was not cold (3x the rewrite) are left out: written before, they
+// tell nothing; fewer than 4 counted (or all, if fewer): unknown. A write beside
+// is warm when nearer the rewrite than the first write on a log scale. Whole-block
 // when at least 3 in 4 regions found it warm and the granularity is known;
 // per-sector when at least 3 in 4 found it cold; unknown otherwise, or without a
 // first-write penalty. Sets `allocation` and `allocation_note`.

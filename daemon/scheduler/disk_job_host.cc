@@ -196,13 +196,14 @@ private:
         return m_opens && m_opens->seen() ? someone_else(m_device.devnum()) : std::string();
     }
 
-    // A job from nothing gets a cold probe (a resumed one has written already);
+    // A job from nothing gets a cold probe (a resumed one has written already; one
+    // made in a filesystem job's claim has no strides for a warm probe to follow);
     // with backend_block = "auto", its granularity becomes the backend block. False
     // when someone else came meanwhile: the job steps aside before it starts.
     bool probe_before(const JobSpec& spec) {
         const bool writes = spec.options.mode != Mode::read;
         const auto checkpoint = load_checkpoint(spec.options.checkpoint_path);
-        const bool fresh = !m_probe.cold && !(checkpoint && *checkpoint);
+        const bool fresh = !(m_probe.cold && m_probe.cold->strides) && !(checkpoint && *checkpoint);
         bool probed_now = false;
         if (spec.probe && writes && fresh) {
             if (const auto who = m_opens ? someone_else(m_device.devnum()) : std::string();
@@ -293,15 +294,21 @@ private:
 };
 
 // A filesystem job: a PrefillJob over the free space it claims, on its own
-// thread; no probe (the probe's writes could meet the filesystem's own) and full
-// writes (a sparse proof would need its places inside the claim).
+// thread. No probe of the disk (its writes could meet the filesystem's own):
+// where the strategy allows sparse writes, the probe is made in the claim as the
+// job starts, and kept as its cold probe (engine/fs_source.hh).
 class FilesystemJob final : public RunningJob {
 public:
-    FilesystemJob(Device device, const JobSpec& spec, JobTarget target,
-                  std::unique_ptr<IoEngine> engine, EventSink events,
+    FilesystemJob(Device device, const JobSpec& spec, FreeSpaceFile claim, FsSourceOptions options,
+                  JobTarget target, std::unique_ptr<IoEngine> engine, EventSink events,
                   std::function<void()> on_finished)
-        : m_device(std::move(device)),
-          m_job(spec.options, std::move(target), std::move(engine), m_device, std::move(events)),
+        : m_device(std::move(device)), m_events(events), m_claim(std::move(claim)),
+          m_options(options),
+          // Sparse only where proven, and the probe is a setting ([prefill] probe).
+          m_strategy(spec.probe || spec.strategy != Strategy::automatic ? spec.strategy
+                                                                        : Strategy::full),
+          m_job(spec.options, sourced(std::move(target)), std::move(engine), m_device,
+                std::move(events)),
           m_thread([this, done = std::move(on_finished)] {
               m_final = m_job.run();
               m_finished = true;
@@ -317,6 +324,10 @@ public:
     ProgressSnapshot snapshot() const override { return m_job.snapshot(); }
     void command(JobCommand command) override { m_job.command(std::move(command)); }
     bool finished() const override { return m_finished; }
+    ProbeFigures probe() const override {
+        std::lock_guard lock(m_probe_mutex);
+        return m_probe;
+    }
     ProgressSnapshot wait() override {
         if (m_thread.joinable())
             m_thread.join();
@@ -324,7 +335,40 @@ public:
     }
 
 private:
+    // The chunks, once the strategy is chosen in the claim (on the job's thread).
+    JobTarget sourced(JobTarget target) {
+        target.source = [this](const RangeSet& done,
+                               uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
+            if (!m_claim)
+                return Error{-EALREADY, "the claim was taken already"};
+            auto strategy = choose_fs_strategy(m_device, *m_claim, m_options, m_strategy);
+            if (!strategy)
+                return strategy.error();
+            if (!strategy->note.empty())
+                m_events(EventLevel::info, strategy->note);
+            {
+                std::lock_guard lock(m_probe_mutex);
+                m_probe.cold = strategy->probe;
+            }
+            FsSourceOptions o = m_options;
+            o.chunk = chunk;
+            o.piece = strategy->piece;
+            o.backend_block = strategy->block;
+            auto file = std::make_unique<FreeSpaceFile>(std::move(*m_claim));
+            m_claim.reset();
+            return std::unique_ptr<ChunkSource>(
+                std::make_unique<FsSource>(std::move(file), o, done));
+        };
+        return target;
+    }
+
     Device m_device;
+    EventSink m_events;
+    std::optional<FreeSpaceFile> m_claim; // until the job's source takes it
+    FsSourceOptions m_options;
+    Strategy m_strategy;
+    mutable std::mutex m_probe_mutex;
+    ProbeFigures m_probe;
     PrefillJob m_job;
     ProgressSnapshot m_final;
     std::atomic<bool> m_finished{false};
@@ -464,27 +508,16 @@ DiskJobHost::start_filesystem(const DiskInfo& disk, const JobSpec& spec,
     auto claim = FreeSpaceFile::open(system_root() + fs.mount_point, fs.devnum);
     if (!claim)
         return claim.error();
-    auto shared = std::make_shared<std::optional<FreeSpaceFile>>(std::move(*claim));
 
     JobTarget target;
     target.geometry = device->geometry();
     target.identity = spec.identity;
     // The filesystem writes the disk all along: the sectors counted are not ours.
     target.foreign_writes_counted = false;
-    target.source = [shared, fs, reserve = spec.reserve_bytes, block = options.backend_block_bytes](
-                        const RangeSet& done,
-                        uint64_t chunk_bytes) -> Result<std::unique_ptr<ChunkSource>> {
-        if (!*shared)
-            return Error{-EALREADY, "the claim was taken already"};
-        FsSourceOptions o;
-        o.disk_offset = fs.offset_bytes;
-        o.backend_block = block;
-        o.chunk = chunk_bytes;
-        o.reserve = reserve;
-        auto file = std::make_unique<FreeSpaceFile>(std::move(**shared));
-        shared->reset();
-        return std::unique_ptr<ChunkSource>(std::make_unique<FsSource>(std::move(file), o, done));
-    };
+    FsSourceOptions o;
+    o.disk_offset = fs.offset_bytes;
+    o.backend_block = options.backend_block_bytes;
+    o.reserve = spec.reserve_bytes;
     const auto log = m_log;
     const auto identity = spec.identity;
     log(false, identity + ": the free space of " + fs.fstype + " on " + fs.device + " at " +
@@ -496,7 +529,7 @@ DiskJobHost::start_filesystem(const DiskInfo& disk, const JobSpec& spec,
     JobSpec run = spec;
     run.options = options;
     return std::unique_ptr<RunningJob>(new FilesystemJob(
-        std::move(*device), run, std::move(target), std::move(*engine),
+        std::move(*device), run, std::move(*claim), o, std::move(target), std::move(*engine),
         [log, identity](EventLevel level, const std::string& message) {
             log(level == EventLevel::warning, identity + ": " + message);
         },

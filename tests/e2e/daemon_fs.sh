@@ -2,9 +2,11 @@
 # mounted before the daemon starts (cloud-init's format at boot) is warmed through
 # its filesystem's free space; a blank disk whose block job someone's mkfs and
 # mount interrupt is warmed through its filesystem once mounted. The API says
-# which kind of job and which mount point; an umount mid-job succeeds at once,
-# and the job comes back with the next mount; the blocks under the free space
-# end up allocated by cowsim's counters, and both filesystems check clean.
+# which kind of job and which mount point, the probe made in the job's claim and
+# the strategy it proved (sparse: cowsim allocates whole blocks); an umount
+# mid-job succeeds at once, and the job comes back with the next mount; the
+# blocks under the free space end up allocated by cowsim's counters, and both
+# filesystems check clean.
 source "$(dirname "$0")/lib.sh"
 require_devices
 require_udevd
@@ -24,7 +26,8 @@ attach_grace = "1s"
 [prefill]
 total_rate = "64MiB/s"
 max_parallel = 2
-filesystem_reserve = 10'
+filesystem_reserve = 10
+strategy = "auto"'
 
 # Formatted at boot: skipped as a disk, warmed as a filesystem.
 wait_for_log "$(disk_pattern boot): skipped -> queued: the free space of ext4 at $TEST_DIR/boot"
@@ -37,6 +40,12 @@ check_eq "$(jq -r .filesystem.mount_point <<<"$disk")" "$TEST_DIR/boot" "the API
 grep -q "job: *filesystem: the free space of ext4 on loop[0-9]* at $TEST_DIR/boot" "$TEST_DIR/show" ||
     fail "prewarmctl show does not say the kind of job: $(cat "$TEST_DIR/show")"
 pass "prewarmctl show: $(grep -m1 "job:" "$TEST_DIR/show" | sed 's/^ *//')"
+# cowsim allocates whole blocks: the probe in the job's claim proves sparse
+# writes enough, and the API has the probe and the strategy.
+wait_for_log "_mnt_boot-[0-9]+: sparse: one 4.00 KiB write per 2.00 MiB block"
+disk=$(curl -s "$API/v1/disks/$id")
+check_eq "$(jq -r .probe.allocation <<<"$disk")" whole-block "the API: the probe's verdict"
+check_eq "$(jq -r .progress.strategy <<<"$disk")" sparse "the API: the strategy"
 
 # umount mid-job: at once; the job stops; with the next mount it comes back.
 sleep 1

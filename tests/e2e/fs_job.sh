@@ -1,13 +1,16 @@
-# A filesystem job (`prewarmd prefill MOUNT_POINT`), on ext4 and xfs, while a
-# workload writes and deletes files at full speed: the workload never gets an
-# error and its files read back; the available space never falls below the
-# reserve by more than the workload's largest write (8 MiB, taken from the free
-# space at once) and two checks' worth of its writes; the filesystem checks clean; afterwards most of the disk is allocated by cowsim's counters, and
-# once a second job has run without the workload, a new 128 MiB file allocates at
-# most a quarter of the 64 blocks it would on a cold filesystem (ext4: 0 to 2 in the
-# runs seen; xfs: 0 to 11, its allocator keeps some free space from the job's file:
-# docs/engine.md); a SIGKILL mid-job leaves the free space as it was; an umount
-# mid-job succeeds at once, and the next job takes back what that one claimed.
+# A filesystem job (`prewarmd prefill MOUNT_POINT`, full writes), on ext4 and
+# xfs, while a workload writes and deletes files at full speed: the workload
+# never gets an error and its files read back; the available space never falls
+# below the reserve by more than the workload's largest write (8 MiB, taken from
+# the free space at once) and two checks' worth of its writes; the filesystem
+# checks clean; afterwards most of the disk is allocated by cowsim's counters,
+# and once a second job (strategy auto: sparse where its probe finds cold
+# whole-block space, full writes where the space is warm already) has run
+# without the workload, a new 128 MiB file allocates at most a quarter of the 64
+# blocks it would on a cold filesystem (ext4: 0 to 2 in the runs seen; xfs: 0 to
+# 11, its allocator keeps some free space from the job's file: docs/engine.md); a
+# SIGKILL mid-job leaves the free space as it was; an umount mid-job succeeds at
+# once, and the next job takes back what that one claimed.
 source "$(dirname "$0")/lib.sh"
 require_devices
 for tool in mkfs.ext4 mkfs.xfs e2fsck xfs_repair stat; do
@@ -72,7 +75,7 @@ for fs in ext4 xfs; do
     on_cleanup "touch $stop; wait $load $watcher 2>/dev/null; true"
     started=$SECONDS
     sleep 0.5
-    run_status "$prewarmd" prefill --reserve 10% --rate 512MiB/s "$mnt" \
+    run_status "$prewarmd" prefill --reserve 10% --rate 512MiB/s --strategy full "$mnt" \
         >"$TEST_DIR/prefill-$fs.out" 2>&1
     sleep 0.5
     touch "$stop"
@@ -105,6 +108,7 @@ for fs in ext4 xfs; do
     check_ge $((allocated * 100 / total)) 90 "$fs: per cent of the disk's blocks allocated"
     run_status "$prewarmd" prefill --reserve 10% "$mnt" >"$TEST_DIR/again-$fs.out" 2>&1
     check_eq "$status" 0 "$fs: a second job, without the workload"
+    pass "$fs: the second job: $(grep -m1 -E "^(sparse|full writes|probe in the claim): " "$TEST_DIR/again-$fs.out")"
     allocated=$(stat_of "$name" blocks_allocated)
     pass "$fs: $((allocated * 100 / total))% of the disk's blocks allocated after it"
     dd if="$TEST_DIR/pool" of="$mnt/after" bs=1M count=128 oflag=direct status=none 2>/dev/null ||

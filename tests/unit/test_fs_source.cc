@@ -183,3 +183,35 @@ TEST_CASE("fs source: ranges a checkpoint says are done are not visited again") 
     CHECK(seen.intersection(done).empty());
     CHECK(seen.covers(32 * MiB, 64 * MiB));
 }
+
+TEST_CASE("fs source: sparse, one piece at the start of each whole block, standing for it") {
+    auto fs = std::make_unique<FakeFs>(64 * MiB);
+    auto& f = *fs;
+    f.use(0, 3 * MiB);
+    auto o = options(8 * MiB, 1 * MiB);
+    o.piece = 4096;
+    RangeSet done;
+    done.add(10 * MiB, 14 * MiB); // warmed by an earlier run
+    FsSource source(std::move(fs), o, done);
+    CHECK(source.sparse());
+    RangeSet covered;
+    unsigned pieces = 0;
+    while (const Extent* chunk = source.peek()) {
+        const Extent c = *chunk;
+        source.take();
+        CHECK(c.length == 4096);
+        CHECK(c.offset % (2 * MiB) == 0);
+        CHECK(source.covered(c).offset == c.offset);
+        CHECK(source.covered(c).length == 2 * MiB);
+        CHECK(!done.covers(c.offset, c.offset + 2 * MiB));
+        covered.add(source.covered(c));
+        source.visited(c);
+        ++pieces;
+    }
+    REQUIRE(source.exhausted());
+    CHECK(covered.covers(4 * MiB, 10 * MiB));
+    CHECK(covered.covers(14 * MiB, 56 * MiB));
+    CHECK(pieces == covered.total_bytes() / (2 * MiB));
+    CHECK(source.total_bytes() == covered.total_bytes());
+    CHECK(f.available().value() >= 8 * MiB);
+}

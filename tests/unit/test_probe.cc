@@ -147,3 +147,27 @@ TEST_CASE("allocation: whole-block, per-sector or unknown, with a margin for noi
     judge_allocation(p, first, std::vector<double>(8, warm), again);
     CHECK(p.allocation == Allocation::unknown);
 }
+
+TEST_CASE("allocation: regions written before their first write are left out of the count") {
+    ColdProbe p;
+    p.cold = summarize({cold});
+    p.rewrite = summarize({warm});
+    p.granularity_bytes = 2 * MiB;
+    // Regions 0-2 were warm already: their first write is as fast as the rewrite,
+    // and a write beside is a little slower by chance. The 5 cold ones decide.
+    std::vector<double> first(8, cold), beside(8, warm), again(8, warm);
+    for (int i = 0; i < 3; ++i) {
+        first[i] = warm;
+        beside[i] = warm * 2;
+    }
+    judge_allocation(p, first, beside, again);
+    CHECK(p.allocation == Allocation::whole_block);
+    CHECK(p.allocation_note.find("5 of 5 writes beside a first write were warm (3 of 8 regions "
+                                 "warm before: left out)") == 0);
+    // Only 3 cold regions: too few.
+    for (int i = 3; i < 5; ++i)
+        first[i] = warm;
+    judge_allocation(p, first, beside, again);
+    CHECK(p.allocation == Allocation::unknown);
+    CHECK(p.allocation_note.find("too few cold regions") != std::string::npos);
+}
