@@ -264,7 +264,8 @@ std::string disk_json(const DiskView& v) {
         {"job_kind", v.filesystem ? "filesystem" : "block"},
         {"filesystem", v.filesystem ? json{{"mount_point", v.filesystem->mount_point},
                                            {"fstype", v.filesystem->fstype},
-                                           {"device", v.filesystem->device}}
+                                           {"device", v.filesystem->device},
+                                           {"fstrim_timer_active", v.fstrim_timer_active}}
                                     : json(nullptr)},
         {"adaptive", v.adaptive},
         {"probe", to_json(v.probe)},

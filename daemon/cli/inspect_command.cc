@@ -26,6 +26,7 @@
 #include "discovery/tracker.hh"
 #include "discovery/udev.hh"
 #include "safety/classify.hh"
+#include "safety/filesystem.hh"
 #include "safety/grace.hh"
 
 namespace prewarmd {
@@ -62,6 +63,10 @@ struct Report {
     MatchDecision match;
     std::string identity;
     Classification classification;
+    // Mounted from the disk: whether each is warmed online (a filesystem job), or
+    // why not; and whether systemd's weekly fstrim would discard their free space.
+    std::vector<Result<FilesystemTarget>> filesystems;
+    bool fstrim_timer_active = false;
 };
 
 // With only_considered (--watch, which follows what the daemon would do), a disk
@@ -69,7 +74,8 @@ struct Report {
 Report examine(const DiskInfo& disk, const std::vector<MatchRule>& match,
                const std::vector<MatchRule>& exclude, const SystemView& system,
                const ProtectedDisks& protected_disks, bool only_considered) {
-    Report r{disk, decide_match(disk, match, exclude, protected_disks), disk_identity(disk), {}};
+    Report r{disk, decide_match(disk, match, exclude, protected_disks), disk_identity(disk), {}, {},
+             false};
     if (disk.is_partition()) {
         r.classification.reasons.push_back("a partition: only whole disks are warmed");
         return r;
@@ -78,6 +84,8 @@ Report examine(const DiskInfo& disk, const std::vector<MatchRule>& match,
         r.classification.reasons.push_back("not examined: not considered");
         return r;
     }
+    r.filesystems = filesystems_on_disk(disk.name, system.mounts, system.sys);
+    r.fstrim_timer_active = !r.filesystems.empty() && fstrim_timer_enabled();
     // Read-only and shared: a look must not make someone's mkfs fail.
     UniqueFd fd(::open(disk.devnode.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd) {
@@ -98,6 +106,15 @@ nlohmann::json to_json(const Report& r) {
                               {"uuid", s.uuid},
                               {"label", s.label},
                               {"where", s.where}});
+    auto filesystems = nlohmann::json::array();
+    for (const auto& fs : r.filesystems)
+        filesystems.push_back(
+            fs ? nlohmann::json{{"mount_point", fs->mount_point},
+                                {"fstype", fs->fstype},
+                                {"device", fs->device},
+                                {"warmed_online", true},
+                                {"reason", ""}}
+               : nlohmann::json{{"warmed_online", false}, {"reason", fs.error().message}});
     const auto vdev = xen_vdev(r.disk);
     return {
         {"name", r.disk.name},
@@ -119,6 +136,8 @@ nlohmann::json to_json(const Report& r) {
         {"removable", f.removable},
         {"partitions", f.partitions},
         {"signatures", signatures},
+        {"filesystems", filesystems},
+        {"fstrim_timer_active", r.fstrim_timer_active},
     };
 }
 
@@ -136,6 +155,13 @@ std::string to_text(const Report& r) {
                std::to_string(f.physical_block_bytes) + ", optimal I/O " +
                (f.optimal_io_bytes ? format_size(f.optimal_io_bytes) : std::string("none")) +
                (f.rotational ? ", rotational" : "") + (f.removable ? ", removable" : "") + "\n";
+    for (const auto& fs : r.filesystems)
+        out += fs ? "  filesystem: " + fs->fstype + " on " + fs->device + " at " + fs->mount_point +
+                        ": its free space is warmed online\n"
+                  : "  filesystem: not warmed: " + fs.error().message + "\n";
+    if (r.fstrim_timer_active)
+        out += "  note:       fstrim.timer is enabled: each week it discards the free space, which "
+               "a thin backend may make cold again\n";
     return out;
 }
 

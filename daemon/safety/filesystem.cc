@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 namespace prewarmd {
@@ -71,6 +72,21 @@ Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
                                     "frees would be unwarmed again (mount without discard; "
                                     "fstrim.timer has the same effect weekly)");
     return t;
+}
+
+std::vector<Result<FilesystemTarget>> filesystems_on_disk(const std::string& disk,
+                                                          const std::vector<MountEntry>& mounts,
+                                                          const SysBlock& sys) {
+    std::vector<Result<FilesystemTarget>> out;
+    std::set<std::string> seen;
+    for (const auto& m : mounts) {
+        const auto device = sys.name_of(m.majmin);
+        if (device.empty() || !seen.insert(m.mount_point).second)
+            continue;
+        if (const auto disks = sys.base_disks(device); disks.count(disk) != 0)
+            out.push_back(find_filesystem(m.mount_point, mounts, sys));
+    }
+    return out;
 }
 
 namespace {

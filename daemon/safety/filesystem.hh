@@ -39,6 +39,12 @@ std::string system_root();
 // Its mount table: /proc/1/mountinfo, or this process's when it shares PID 1's.
 std::string system_mountinfo_path();
 
+// The filesystems mounted from a disk (the whole disk or a partition of it), one
+// per mount point: what find_filesystem says of each.
+std::vector<Result<FilesystemTarget>> filesystems_on_disk(const std::string& disk,
+                                                          const std::vector<MountEntry>& mounts,
+                                                          const SysBlock& sys);
+
 // Whether systemd's weekly fstrim is enabled: it discards filesystems' free space.
 bool fstrim_timer_enabled();
 

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "base/sysfs.hh"
@@ -397,18 +396,8 @@ ProtectedDisks DiskJobHost::protected_disks() {
 }
 
 std::vector<Result<FilesystemTarget>> DiskJobHost::filesystems_on(const DiskInfo& disk) {
-    const auto mounts = parse_mountinfo(read_text(system_mountinfo_path()));
-    const SysBlock sys;
-    std::vector<Result<FilesystemTarget>> out;
-    std::set<std::string> seen;
-    for (const auto& m : mounts) {
-        const auto device = sys.name_of(m.majmin);
-        if (device.empty() || !seen.insert(m.mount_point).second)
-            continue;
-        if (const auto disks = sys.base_disks(device); disks.count(disk.name) != 0)
-            out.push_back(find_filesystem(m.mount_point, mounts, sys));
-    }
-    return out;
+    return filesystems_on_disk(disk.name, parse_mountinfo(read_text(system_mountinfo_path())),
+                               SysBlock());
 }
 
 Result<std::unique_ptr<RunningJob>> DiskJobHost::start(const DiskInfo& disk, const JobSpec& spec,

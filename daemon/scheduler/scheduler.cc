@@ -7,6 +7,7 @@
 
 #include "base/units.hh"
 #include "discovery/identity.hh"
+#include "safety/filesystem.hh"
 
 namespace prewarmd {
 
@@ -859,6 +860,7 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.exclusive = e->requested && (e->job || e->state == DiskState::queued);
     v.probe = e->job ? e->job->probe() : e->probe;
     v.filesystem = e->filesystem;
+    v.fstrim_timer_active = v.filesystem && fstrim_timer_enabled();
     if (e->job && m_pressure < 1)
         v.adaptive = m_pressure_why;
     if (e->job && v.progress.status == JobStatus::paused && v.state == DiskState::running) {

@@ -44,6 +44,9 @@ struct DiskView {
     ProbeFigures probe;
     // Queued or running for a filesystem of it (a filesystem job), or nullopt.
     std::optional<FilesystemTarget> filesystem;
+    // With a filesystem: systemd's weekly fstrim is enabled, which discards its
+    // free space and may make a thin backend's blocks cold again.
+    bool fstrim_timer_active = false;
     int64_t first_seen_unix = 0; // this run
     int64_t state_since_unix = 0;
 

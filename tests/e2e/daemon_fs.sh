@@ -46,6 +46,9 @@ wait_for_log "_mnt_boot-[0-9]+: sparse: one 4.00 KiB write per 2.00 MiB block"
 disk=$(curl -s "$API/v1/disks/$id")
 check_eq "$(jq -r .probe.allocation <<<"$disk")" whole-block "the API: the probe's verdict"
 check_eq "$(jq -r .progress.strategy <<<"$disk")" sparse "the API: the strategy"
+fstrim=false
+[[ -e /etc/systemd/system/timers.target.wants/fstrim.timer ]] && fstrim=true
+check_eq "$(jq -r .filesystem.fstrim_timer_active <<<"$disk")" "$fstrim" "the API: fstrim.timer active"
 
 # umount mid-job: at once; the job stops; with the next mount it comes back.
 sleep 1

@@ -4,7 +4,9 @@
 # under the free space end up allocated with under 1% of the disk sent over the
 # link; the files read back, a deleted file's remnants on the disk are as they
 # were, and the filesystem checks clean. On a sector-bitmap backend auto chooses
-# full writes, and a forced sparse job fails before it writes, saying why.
+# full writes, and a forced sparse job fails before it writes, saying why. Before
+# the job, `prewarmd inspect` says the filesystem is warmed online, and whether
+# fstrim.timer is on.
 source "$(dirname "$0")/lib.sh"
 require_devices
 for tool in mkfs.ext4 e2fsck filefrag cmp; do
@@ -34,6 +36,14 @@ filefrag -v "$mnt/gone/r" | awk -F'[ .:]+' '/^ *[0-9]+:/ { print $3, $5, $7 - $5
 [[ -s $TEST_DIR/extents ]] || fail "no extents from filefrag: $(filefrag -v "$mnt/gone/r")"
 rm "$mnt/gone/r"
 sync
+
+# inspect says the filesystem is warmed online, and whether fstrim.timer is on.
+report=$("$prewarmd" inspect --json --match 'name:loop*' "$dev" | jq '.[0]')
+check_eq "$(jq -r '.filesystems[0].mount_point, .filesystems[0].warmed_online' <<<"$report" | paste -sd' ')" \
+    "$mnt true" "inspect: the filesystem, warmed online"
+fstrim=false
+[[ -e /etc/systemd/system/timers.target.wants/fstrim.timer ]] && fstrim=true
+check_eq "$(jq -r .fstrim_timer_active <<<"$report")" "$fstrim" "inspect: fstrim.timer active"
 
 link=$(stat_of whole link_bytes_written)
 run_status "$prewarmd" prefill --reserve 5% "$mnt" >"$TEST_DIR/whole.out" 2>&1
