@@ -13,13 +13,12 @@
 # once, and the next job takes back what that one claimed.
 source "$(dirname "$0")/lib.sh"
 require_devices
-for tool in mkfs.ext4 mkfs.xfs e2fsck xfs_repair stat; do
+for tool in mkfs.ext4 mkfs.xfs e2fsck xfs_repair stat fsfreeze; do
     command -v "$tool" >/dev/null || cannot_run "no $tool"
 done
 
 sim_up --disk e=2GiB --disk x=2GiB
 head -c 64M /dev/urandom >"$TEST_DIR/pool"
-avail() { stat -f -c '%a %S' "$1" | awk '{ print $1 * $2 }'; }
 
 # Writes and deletes files in MOUNT until STOP exists; each file's checksum in
 # MOUNT.sums, each failure in MOUNT.errors, the bytes written in MOUNT.bytes.
@@ -45,6 +44,17 @@ workload() { # MOUNT STOP
         i=$((i + 1))
     done
     echo "$bytes" >"$mount.bytes"
+}
+
+# Until the job running on MOUNT has claimed 64 MiB of the BEFORE bytes available
+# (10 s at most): it is mid-job then.
+wait_for_claim() { # MOUNT BEFORE
+    local _
+    for _ in $(seq 100); do
+        (($(avail "$1") < $2 - (64 << 20))) && return 0
+        sleep 0.1
+    done
+    fail "$fs: the job claimed nothing in 10 s ($(avail "$1") of $2 available)"
 }
 
 # The least available space seen, every 10 ms, until STOP exists.
@@ -121,20 +131,16 @@ for fs in ext4 xfs; do
 
     # SIGKILL mid-job: the process that waits for the job's end removes the claim.
     claim=$mnt/.prewarmd-claim
-    sync
-    before=$(avail "$mnt")
+    before=$(settled_avail "$mnt")
     "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >/dev/null 2>&1 &
     job=$!
     on_cleanup "kill -KILL $job 2>/dev/null; wait $job 2>/dev/null; true"
-    sleep 1.5
-    mid=$(avail "$mnt")
-    ((mid < before - (64 << 20))) || fail "$fs: the job claimed nothing ($mid of $before available)"
+    wait_for_claim "$mnt" "$before"
     kill -KILL "$job"
     wait "$job" 2>/dev/null || true
     for _ in $(seq 50); do [[ -e $claim ]] || break; sleep 0.1; done
     [[ ! -e $claim ]] || fail "$fs: the claim is still there 5 s after a SIGKILL"
-    sync
-    check_eq "$(avail "$mnt")" "$before" "$fs: the available space after a SIGKILL mid-job"
+    check_eq "$(settled_avail "$mnt")" "$before" "$fs: the available space after a SIGKILL mid-job"
 
     # umount mid-job succeeds at the first try (the claim is open only for
     # milliseconds at a time); the job stops writing; the claim it leaves in the
@@ -142,7 +148,7 @@ for fs in ext4 xfs; do
     "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >"$TEST_DIR/umount-$fs.out" 2>&1 &
     job=$!
     on_cleanup "kill -KILL $job 2>/dev/null; wait $job 2>/dev/null; true"
-    sleep 1.5
+    wait_for_claim "$mnt" "$before"
     umount "$mnt" 2>"$TEST_DIR/umount-$fs.err" || fail "$fs: umount mid-job: $(cat "$TEST_DIR/umount-$fs.err")"
     pass "$fs: umount mid-job succeeded at once"
     run_status wait "$job"
@@ -155,8 +161,7 @@ for fs in ext4 xfs; do
     run_status "$prewarmd" prefill --reserve 10% "$mnt" >"$TEST_DIR/after-umount-$fs.out" 2>&1
     check_eq "$status" 0 "$fs: the next job"
     [[ ! -e $claim ]] || fail "$fs: the next job left its claim"
-    sync
-    check_eq "$(avail "$mnt")" "$before" "$fs: the available space after the next job"
+    check_eq "$(settled_avail "$mnt")" "$before" "$fs: the available space after the next job"
 
     umount "$mnt"
     if [[ $fs == ext4 ]]; then

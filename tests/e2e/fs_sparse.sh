@@ -14,7 +14,6 @@ for tool in mkfs.ext4 e2fsck filefrag cmp; do
 done
 
 sim_up --host-allocation --disk whole=2GiB --disk bitmap=1GiB,bitmap=on --disk forced=1GiB,bitmap=on
-avail() { stat -f -c '%a %S' "$1" | awk '{ print $1 * $2 }'; }
 
 # ext4 without the lazy initialisation that would write the disk meanwhile.
 make_fs() { # NAME
@@ -92,8 +91,7 @@ check_ge $(($(stat_of bitmap link_bytes_written) - link)) $((800 << 20)) "bitmap
 
 make_fs forced
 mnt=$TEST_DIR/mnt-forced
-sync
-before=$(avail "$mnt")
+before=$(settled_avail "$mnt")
 link=$(stat_of forced link_bytes_written)
 run_status "$prewarmd" prefill --reserve 5% --strategy sparse "$mnt" >"$TEST_DIR/forced.out" 2>&1
 check_eq "$status" 1 "forced sparse on a bitmap backend: exit status"
@@ -102,5 +100,4 @@ grep -q "sparse writes would leave the middle of the blocks cold: the probe foun
 pass "forced sparse on a bitmap backend fails, saying why"
 check_le $(($(stat_of forced link_bytes_written) - link)) $((8 << 20)) "forced: bytes sent (the probe's and the claim's only)"
 [[ ! -e $mnt/.prewarmd-claim ]] || fail "forced: the claim is left behind"
-sync
-check_eq "$(avail "$mnt")" "$before" "forced: the available space after it"
+check_eq "$(settled_avail "$mnt")" "$before" "forced: the available space after it"

@@ -95,6 +95,32 @@ put_data() { # DEV OFFSET LEN
 
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 
+# The bytes available in the filesystem at MOUNT, as statfs says now.
+avail() { stat -f -c '%a %S' "$1" | awk '{ print $1 * $2 }'; }
+
+# The same, once the frees in flight have landed: a removed file's blocks come
+# back at ext4's journal commit, and at xfs's deferred inode inactivation, which
+# statfs only nudges (so a plain read may be short by a whole file). A freeze
+# syncs the filesystem and drains xfs's inactivation queue on its way in. To
+# compare with a figure read the same way, while nothing else writes there.
+settled_avail() { # MOUNT
+    sync -f "$1"
+    fsfreeze --freeze "$1" || fail "fsfreeze --freeze $1"
+    fsfreeze --unfreeze "$1" || fail "fsfreeze --unfreeze $1: the filesystem stays frozen"
+    avail "$1"
+}
+
+# Waits until process PID runs NAME (5 s at most). `NAME ... <FILE &` has FILE open
+# by then: the shell opens it before the exec.
+wait_exec() { # PID NAME
+    local _
+    for _ in $(seq 50); do
+        [[ $(cat "/proc/$1/comm" 2>/dev/null) == "$2" ]] && return 0
+        sleep 0.1
+    done
+    fail "process $1 is not running $2 after 5 s"
+}
+
 # Runs a command, keeping its exit status: `run_status CMD...; echo $status`.
 run_status() {
     status=0
