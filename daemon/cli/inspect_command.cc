@@ -243,6 +243,8 @@ int watch(const Udev& udev, UdevMonitor& monitor, const std::vector<MatchRule>& 
     for (const auto& disk : udev.disks())
         for (const auto& update : tracker.on_uevent("present", disk))
             report(update);
+    // On standard error, so that --json's lines stay events; a script may wait for it.
+    std::fprintf(stderr, "prewarmd inspect: watching for disks (Ctrl-C stops)\n");
 
     pollfd fds[3] = {
         {monitor.fd(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}, {grace->fd(), POLLIN, 0}};

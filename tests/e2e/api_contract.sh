@@ -29,9 +29,9 @@ check_eq "$(exchange GET "/v1/disks/$id")" 200 "GET /v1/disks/ID"
 check_eq "$(exchange GET /v1/settings)" 200 "GET /v1/settings"
 
 # Events while the disk is driven around.
-curl -sN --max-time 6 "$API/v1/events" >"$TEST_DIR/events" &
+curl -sN --max-time 6 -D "$TEST_DIR/events.headers" "$API/v1/events" >"$TEST_DIR/events" &
 events=$!
-sleep 0.3
+wait_for_line "$TEST_DIR/events.headers" "^HTTP/1.1 200" 5
 check_eq "$(TOKEN='' exchange POST "/v1/disks/$id/start")" 401 "start without the token"
 check_eq "$(TOKEN=wrong-token-wrong-token exchange PATCH /v1/settings -H 'Content-Type: application/json' -d '{}')" 401 \
     "PATCH with a wrong token"

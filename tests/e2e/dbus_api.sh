@@ -26,7 +26,13 @@ wait_for_log "dbus: org.prewarmd.Prewarmd1 on $BUS"
 pbus monitor org.prewarmd.Prewarmd1 --json=short >"$TEST_DIR/signals" 2>&1 &
 monitor=$!
 on_cleanup "kill $monitor 2>/dev/null; wait $monitor 2>/dev/null || true"
-sleep 0.5
+# It is listening once it shows a call of ours.
+for _ in $(seq 50); do
+    pbus call "${manager[@]}" ListDisks >/dev/null
+    grep -q '"member":"ListDisks"' "$TEST_DIR/signals" && break
+    sleep 0.1
+done
+grep -q '"member":"ListDisks"' "$TEST_DIR/signals" || fail "busctl monitor saw nothing in 5 s"
 
 pbus --json=short call "${manager[@]}" ListDisks >"$TEST_DIR/list"
 a=$(basename "$(dev_of a)")
@@ -107,7 +113,9 @@ hot_id=$(pbus --json=short call "${manager[@]}" ListDisks | jq -r '.data[0][] | 
 [[ -n $hot_id ]] || fail "the new disk is not listed"
 losetup -d "$LOOP"
 wait_for_log "$hot_id \(.*\): detached"
-sleep 1.5
+for member in DiskRemoved InterfacesRemoved; do
+    wait_for_line "$TEST_DIR/signals" "\"member\":\"$member\"" 10
+done
 
 kill "$monitor"
 wait "$monitor" 2>/dev/null || true

@@ -9,7 +9,7 @@ out=$TEST_DIR/events
 "$prewarmd" inspect --watch --json --grace 1500ms --match "$(sim_rule)" >"$out" 2>"$TEST_DIR/err" &
 watcher=$!
 on_cleanup "kill -INT $watcher; wait $watcher"
-sleep 0.5
+wait_for_line "$TEST_DIR/err" "watching for disks" 5
 
 event_for() { # EVENT NAME: the first such JSON event, waiting up to 5 s
     for _ in $(seq 50); do

@@ -118,7 +118,7 @@ dev=$LOOP
 sleep 60 <"$dev" &
 holder=$!
 on_cleanup "kill $holder"
-sleep 0.2
+wait_exec "$holder" sleep
 expect "a disk held open" "$dev" refused "open in another process: sleep (pid $holder)"
 
 # Held by another user's process: seen with the unit's capabilities; without them
@@ -128,7 +128,7 @@ dev=$LOOP
 setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 <"$dev" &
 holder=$!
 on_cleanup "kill $holder"
-sleep 0.2
+wait_exec "$holder" sleep
 report=$(setpriv --bounding-set=-all,+sys_ptrace,+dac_read_search "$prewarmd" inspect --json --match 'name:loop*' "$dev" | jq '.[0]')
 check_eq "$(jq -r .verdict <<<"$report")" refused "held by nobody, with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: verdict"
 jq -e --arg t "open in another process: sleep (pid $holder)" '.reasons | index($t)' <<<"$report" >/dev/null ||
