@@ -232,6 +232,7 @@ const ApiRoute* ApiRouter::find(std::string_view method, std::string_view path) 
 }
 
 std::string disk_json(const DiskView& v) {
+    const auto* fs = filesystem_of(v.kind);
     json facts = {
         {"logical_block_bytes", v.facts.logical_block_bytes},
         {"physical_block_bytes", v.facts.physical_block_bytes},
@@ -261,12 +262,12 @@ std::string disk_json(const DiskView& v) {
         {"state_since", rfc3339(v.state_since_unix)},
         {"progress", json(v.progress)},
         {"exclusive", v.exclusive},
-        {"job_kind", v.filesystem ? "filesystem" : "block"},
-        {"filesystem", v.filesystem ? json{{"mount_point", v.filesystem->mount_point},
-                                           {"fstype", v.filesystem->fstype},
-                                           {"device", v.filesystem->device},
-                                           {"fstrim_timer_active", v.fstrim_timer_active}}
-                                    : json(nullptr)},
+        {"job_kind", kind_name(v.kind)},
+        {"filesystem", fs ? json{{"mount_point", fs->mount_point},
+                                 {"fstype", fs->fstype},
+                                 {"device", fs->device},
+                                 {"fstrim_timer_active", v.fstrim_timer_active}}
+                          : json(nullptr)},
         {"adaptive", v.adaptive},
         {"probe", to_json(v.probe)},
     };

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,15 +23,8 @@
 #include "discovery/identity.hh"
 #include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
-#include "engine/fs_source.hh"
-#include "engine/job.hh"
-#include "engine/plan.hh"
-#include "io/device.hh"
-#include "io/free_space.hh"
-#include "io/open_watch.hh"
-#include "measurement/probe.hh"
+#include "job/runner.hh"
 #include "safety/filesystem.hh"
-#include "safety/system.hh"
 
 namespace prewarmd {
 namespace {
@@ -207,7 +201,7 @@ private:
 };
 
 // Runs the job on its own thread; this one takes signals and draws progress.
-int run_job(PrefillJob& job, const Settings& settings, Console& console) {
+int run_job(JobRunner& job, const Settings& settings, Console& console) {
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -283,94 +277,42 @@ int run_job(PrefillJob& job, const Settings& settings, Console& console) {
 }
 
 // The disk's identity as the daemon knows it, so their checkpoints agree.
-Result<std::string> identify(const Device& device) {
-    if (!device.geometry().is_block_device) {
+Result<std::string> identify(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) < 0)
+        return errno_error(path);
+    if (!S_ISBLK(st.st_mode)) {
         std::error_code ec;
-        const auto real = std::filesystem::canonical(device.path(), ec);
-        return file_identity(ec ? device.path() : real.string(), device.geometry().size_bytes);
+        const auto real = std::filesystem::canonical(path, ec);
+        return file_identity(ec ? path : real.string(), static_cast<uint64_t>(st.st_size));
     }
     auto udev = Udev::open();
     if (!udev)
         return udev.error();
-    auto disk = udev->device(device.devnum());
+    auto disk = udev->device(st.st_rdev);
     if (!disk)
         return disk.error();
     return disk_identity(*disk);
 }
 
-// The job on its device, with its I/O engine.
-int run_prepared(const Settings& s, Device& device, JobTarget target, Console& console) {
-    std::string note;
-    auto engine = make_io_engine(s.io, device.fd(), s.job.queue_depth, note);
-    if (!engine)
-        return command_error("prefill", exit_failed, engine.error().message);
-    if (!note.empty())
-        console.message(note);
-    PrefillJob job(s.job, std::move(target), std::move(*engine), device,
-                   [&](EventLevel level, const std::string& message) {
-                       console.message((level == EventLevel::warning ? "warning: " : "") + message);
-                   });
-    return run_job(job, s, console);
-}
-
-// Sparse where the probe proves one write per block enough (or where asked), then
-// the proof: places in the middle of blocks the job wrote only at their start must
-// be warm. Not so: full writes after all (auto), or a failure saying why (sparse).
-int run_sparse(Settings s, Device& device, JobTarget target, Console& console) {
-    const auto fail = [](int code, const std::string& message) {
-        return command_error("prefill", code, message);
-    };
-    // The probe writes too: it stops for others as the job does.
-    ProbeOptions options;
-    if (target.opens && target.who_else)
-        options.someone_else = [&target] {
-            return target.opens->seen() ? target.who_else() : std::string();
-        };
-    auto cold = probe_cold(device, options);
-    if (!cold) {
-        if (s.strategy == Strategy::sparse)
-            return fail(exit_failed, "probe: " + cold.error().message +
-                                         ": sparse warming cannot be proven here");
-        console.message("probe: " + cold.error().message + ": full writes");
-        return run_prepared(s, device, std::move(target), console);
+// How an error of opening the job ends the command.
+int open_failure(int err) {
+    switch (-err) {
+    case EBUSY:
+    case EROFS:
+    case EACCES:
+    case EPERM:
+        return exit_refused;
+    case ENOENT:
+    case ENOTBLK:
+    case ENXIO:
+    case ENODEV:
+    case EISDIR:
+    case EINVAL:
+        return exit_usage;
+    default:
+        return exit_failed;
     }
-    if (s.strategy == Strategy::automatic && cold->allocation != Allocation::whole_block) {
-        console.message("full writes: the probe found " + std::string(to_string(cold->allocation)) +
-                        " allocation (" + cold->allocation_note + ")");
-        return run_prepared(s, device, std::move(target), console);
-    }
-    const uint64_t step = s.backend_block_explicit || !cold->granularity_bytes
-                              ? s.backend_block_bytes
-                              : cold->granularity_bytes;
-    const uint64_t piece =
-        std::max<uint64_t>(probe_io_bytes, device.geometry().logical_block_bytes);
-    console.message("sparse: one " + format_size(piece) + " write per " + format_size(step) +
-                    " block (" + cold->allocation_note + ")");
-    JobTarget full = target;
-    target.source = [regions = target.regions, last = target.last, step, piece](
-                        const RangeSet& done, uint64_t) -> Result<std::unique_ptr<ChunkSource>> {
-        return std::unique_ptr<ChunkSource>(
-            std::make_unique<SparseQueue>(regions, step, piece, done, last));
-    };
-    const int sparse = run_prepared(s, device, std::move(target), console);
-    if (sparse != exit_done)
-        return sparse;
-
-    auto warm = probe_warm(device, cold->strides, {}, step / 2);
-    if (!warm)
-        return fail(exit_failed, "probe after: " + warm.error().message);
-    if (!still_cold(*cold, *warm)) {
-        console.message("probe after: the middle of the blocks is warm (" +
-                        format_ratio(warm->ratio_p50) + " a place written before)");
-        return exit_done;
-    }
-    const std::string why = "the middle of the blocks is still cold after sparse writes (" +
-                            format_ratio(warm->ratio_p50) + " a place written before)";
-    if (s.strategy == Strategy::sparse)
-        return fail(exit_failed, why);
-    console.message(why + ": full writes after all");
-    s.job.checkpoint_path.clear(); // the sparse one covers every block
-    return run_prepared(s, device, std::move(full), console);
 }
 
 // "5%" of the filesystem's size, or a size.
@@ -382,35 +324,6 @@ Result<uint64_t> parse_reserve(const std::string& text, uint64_t fs_size) {
         return fs_size / 100 * static_cast<uint64_t>(*percent);
     }
     return parse_size(text);
-}
-
-// Free space claimed through the filesystem, in a file that goes with the job (or
-// with the process, however it ends: io/free_space.hh); sparse where the probe in
-// the claim proves it enough (engine/fs_source.hh).
-std::function<Result<std::unique_ptr<ChunkSource>>(const RangeSet&, uint64_t)>
-filesystem_source(const FilesystemTarget& fs, uint64_t reserve, const Settings& s,
-                  const Device& device, Console& console) {
-    return
-        [fs, reserve, backend_block = s.backend_block_bytes, strategy = s.strategy, &device,
-         &console](const RangeSet& done, uint64_t chunk) -> Result<std::unique_ptr<ChunkSource>> {
-            auto file = FreeSpaceFile::open(fs.mount_point, fs.devnum);
-            if (!file)
-                return file.error();
-            FsSourceOptions options;
-            options.disk_offset = fs.offset_bytes;
-            options.backend_block = backend_block;
-            options.chunk = chunk;
-            options.reserve = reserve;
-            auto chosen = choose_fs_strategy(device, *file, options, strategy);
-            if (!chosen)
-                return chosen.error();
-            if (!chosen->note.empty())
-                console.message(chosen->note);
-            options.piece = chosen->piece;
-            options.backend_block = chosen->block;
-            return std::unique_ptr<ChunkSource>(std::make_unique<FsSource>(
-                std::make_unique<FreeSpaceFile>(std::move(*file)), options, done));
-        };
 }
 
 } // namespace
@@ -440,74 +353,43 @@ int prefill_command(const std::vector<std::string>& args) {
             return fail(exit_refused, found.error().message);
         fs = *found;
     }
-    auto device = Device::open(fs ? "/dev/" + fs->disk : s.path, s.job.mode == Mode::read
-                                                                     ? Device::Access::read
-                                                                 : fs ? Device::Access::shared_write
-                                                                      : Device::Access::write);
-    if (!device) {
-        const int err = -device.error().err;
-        const bool refused = err == EBUSY || err == EROFS || err == EACCES || err == EPERM;
-        return fail(refused ? exit_refused : exit_usage, device.error().message);
-    }
-    const auto& geometry = device->geometry();
-    auto chunk =
-        choose_chunk_bytes(s.job.chunk_bytes, s.chunk_explicit, s.backend_block_bytes, geometry);
-    if (!chunk)
-        return fail(exit_usage, s.path + ": " + chunk.error().message);
-    s.job.chunk_bytes = *chunk;
-    s.job.backend_block_bytes = s.backend_block_bytes;
-
-    auto identity = identify(*device);
+    JobSpec spec;
+    spec.path = fs ? "/dev/" + fs->disk : s.path;
+    auto identity = identify(spec.path);
     if (!identity)
-        return fail(exit_failed, identity.error().message);
-    if (!s.job.checkpoint_path.empty()) {
-        // A checkpoint of another disk or mode is the caller's mistake: say so now.
-        auto loaded = load_checkpoint(s.job.checkpoint_path);
-        if (loaded && *loaded)
-            if (auto fits = checkpoint_fits(**loaded, *identity, geometry.size_bytes,
-                                            to_string(s.job.mode));
-                !fits)
-                return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
-    }
-
-    Console console(s.json);
-    JobTarget target;
-    target.geometry = geometry;
-    target.identity = *identity;
+        return fail(open_failure(identity.error().err), identity.error().message);
+    spec.identity = *identity;
     if (fs) {
         auto reserve = parse_reserve(s.reserve, fs->size_bytes);
         if (!reserve)
             return fail(exit_usage, "--reserve: " + reserve.error().message);
-        target.source = filesystem_source(*fs, *reserve, s, *device, console);
-        // The filesystem writes the disk all along: the sectors counted are not ours.
-        target.foreign_writes_counted = false;
-        console.message("the free space of " + fs->fstype + " on " + fs->device + " at " +
-                        fs->mount_point + ", keeping " + format_size(*reserve) + " available");
-        if (fstrim_timer_enabled())
-            console.message("note: fstrim.timer is enabled: each week it discards the free "
-                            "space, which a thin backend may make cold again");
-        return run_prepared(s, *device, std::move(target), console);
+        spec.kind = FilesystemJob{*fs, *reserve};
     }
-    auto data = device->data_extents();
-    if (!data)
-        return fail(exit_failed, data.error().message);
-    target.regions = regions_to_visit(geometry, *data);
-    target.allocated_bytes = geometry.size_bytes - target.regions.total_bytes();
-    // A disk written is watched for others who open it: the job steps aside for
-    // them (docs/safety.md), and visits where they would start writing last.
-    std::optional<OpenWatch> opens;
-    if (geometry.is_block_device && s.job.mode != Mode::read) {
-        auto watch = OpenWatch::watch(s.path);
-        if (!watch)
-            return fail(exit_failed, watch.error().message);
-        opens.emplace(std::move(*watch));
-        target.opens = &*opens;
-        target.who_else = [disk = device->devnum()] { return someone_else(disk); };
-        target.last = where_writers_start(geometry.size_bytes);
+    spec.options = s.job;
+    spec.options.backend_block_bytes = s.backend_block_bytes;
+    spec.requested = true; // the disk held to itself, as asked by whoever runs this
+    spec.strategy = s.strategy;
+    spec.probe = s.strategy != Strategy::full; // the probes prove a sparse job, or choose it
+    spec.backend_block_explicit = s.backend_block_explicit;
+    spec.chunk_explicit = s.chunk_explicit;
+    spec.io_engine = s.io;
+
+    Console console(s.json);
+    auto job = JobRunner::open(spec, [&](EventLevel level, const std::string& message) {
+        console.message((level == EventLevel::warning ? "warning: " : "") + message);
+    });
+    if (!job)
+        return fail(open_failure(job.error().err), job.error().message);
+    if (!s.job.checkpoint_path.empty()) {
+        // A checkpoint of another disk or mode is the caller's mistake: say so now.
+        auto loaded = load_checkpoint(s.job.checkpoint_path);
+        if (loaded && *loaded)
+            if (auto fits = checkpoint_fits(**loaded, spec.identity, (*job)->geometry().size_bytes,
+                                            to_string(s.job.mode));
+                !fits)
+                return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
     }
-    if (s.strategy == Strategy::full || s.job.mode == Mode::read || !geometry.is_block_device)
-        return run_prepared(s, *device, std::move(target), console);
-    return run_sparse(s, *device, std::move(target), console);
+    return run_job(**job, s, console);
 }
 
 } // namespace prewarmd

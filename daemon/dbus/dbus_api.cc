@@ -222,10 +222,11 @@ private:
     std::vector<std::string> VerdictReasons() override { return view().verdict_reasons; }
     std::string State() override { return std::string(to_string(view().state)); }
     std::string Reason() override { return view().reason; }
-    std::string JobKind() override { return view().filesystem ? "filesystem" : "block"; }
+    std::string JobKind() override { return std::string(kind_name(view().kind)); }
     std::string MountPoint() override {
         const auto v = view();
-        return v.filesystem ? v.filesystem->mount_point : std::string();
+        const auto* fs = filesystem_of(v.kind);
+        return fs ? fs->mount_point : std::string();
     }
     uint64_t TotalBytes() override { return view().progress.total_bytes; }
     uint64_t DoneBytes() override { return view().progress.done_bytes; }

@@ -64,9 +64,8 @@ Result<ColdProbe> probe_zero_regions(const Device& device,
     return probe_regions(device, places, [&claim] { return claim.lost(); });
 }
 
-// Free space claimed, probed in 4 MiB regions 8 MiB apart (a region's writes
-// reach 2 MiB into it) that read all-zero (never written, most likely: free space
-// holding a deleted file's data was written, and is warm), and given back.
+} // namespace
+
 Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
                                  const FsSourceOptions& options) {
     constexpr size_t regions_wanted = 8, regions_needed = 4, candidates = 24;
@@ -87,7 +86,7 @@ Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
     // The filesystem went (unmounted, the claim removed): nothing to give back to,
     // and the job will step aside at its first look.
     if (const auto lost = claim.lost(); !lost.empty())
-        return Error{-ESTALE, "stopped: " + lost};
+        return Error{-EBUSY, lost};
     for (const auto& e : *extents)
         if (auto released = claim.release(e.file_offset, e.length); !released)
             return released.error();
@@ -96,48 +95,6 @@ Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
     return probe;
 }
 
-} // namespace
-
-Result<FsStrategy> choose_fs_strategy(const Device& device, SpaceClaim& claim,
-                                      const FsSourceOptions& options, Strategy strategy) {
-    FsStrategy out;
-    out.block = options.backend_block;
-    if (strategy == Strategy::full)
-        return out;
-    auto probe = probe_in_claim(device, claim, options);
-    if (!probe) {
-        if (!claim.lost().empty()) {
-            out.note = "probe in the claim: " + probe.error().message;
-            return out;
-        }
-        if (strategy == Strategy::sparse)
-            return Error{probe.error().err, "probe in the claim: " + probe.error().message +
-                                                ": sparse warming cannot be proven here"};
-        out.note = "probe in the claim: " + probe.error().message + ": full writes";
-        return out;
-    }
-    out.probe = *probe;
-    const auto allocation = std::string(to_string(probe->allocation));
-    if (strategy == Strategy::sparse && probe->allocation == Allocation::per_sector)
-        return Error{-EOPNOTSUPP, "sparse writes would leave the middle of the blocks cold: the "
-                                  "probe found " +
-                                      allocation + " allocation (" + probe->allocation_note + ")"};
-    if (strategy == Strategy::automatic && probe->allocation != Allocation::whole_block) {
-        out.note = "full writes: the probe found " + allocation + " allocation (" +
-                   probe->allocation_note + ")";
-        return out;
-    }
-    if (probe->allocation == Allocation::whole_block && probe->granularity_bytes)
-        out.block = probe->granularity_bytes;
-    out.piece = std::max<uint64_t>(probe_io_bytes, device.geometry().logical_block_bytes);
-    out.note = "sparse: one " + format_size(out.piece) + " write per " + format_size(out.block) +
-               " block (" +
-               (probe->allocation == Allocation::whole_block
-                    ? probe->allocation_note
-                    : "strategy = \"sparse\", not proven: " + probe->allocation_note) +
-               ")";
-    return out;
-}
 
 FsSource::FsSource(std::unique_ptr<SpaceClaim> claim, FsSourceOptions options, RangeSet done)
     : m_claim(std::move(claim)), m_options(options), m_done(std::move(done)),

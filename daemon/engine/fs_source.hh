@@ -46,22 +46,14 @@ struct FsSourceOptions {
     std::chrono::milliseconds pause_after_pressure{1000};
 };
 
-// How a filesystem job writes: every byte, or one piece per block where the
-// backend allocates whole blocks. Decided in the job's own claim before it writes
-// anything, since the places of a proof after the job are the filesystem's again
-// by then: 4 MiB regions of claimed free space are probed as the cold probe's
+// The cold probe's calibration in the job's own claim, before it writes anything
+// (the places of a proof after the job are the filesystem's again by then): 4 MiB
+// regions of claimed free space that read all-zero, probed as the cold probe's
 // calibration regions (a first write, one beside it, the first again), then given
-// back (docs/engine.md "Sparse filesystem jobs").
-struct FsStrategy {
-    uint64_t piece = 0; // 0: every byte
-    uint64_t block = 0; // the backend block a piece stands for
-    std::optional<ColdProbe> probe;
-    std::string note; // what was chosen and why ("" when nothing was asked)
-};
-// "auto": sparse only where the probe found whole-block allocation; "sparse":
-// fails where it found per-sector allocation (the blocks would stay cold).
-Result<FsStrategy> choose_fs_strategy(const Device& device, SpaceClaim& claim,
-                                      const FsSourceOptions& options, Strategy strategy);
+// back (docs/engine.md "Sparse filesystem jobs"). -EBUSY: the claim was lost
+// meanwhile (unmounted, removed).
+Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
+                                 const FsSourceOptions& options);
 
 class FsSource final : public ChunkSource {
 public:

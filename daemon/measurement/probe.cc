@@ -45,8 +45,8 @@ Result<double> timed_rewrite(int fd, unsigned char* buffer, uint64_t offset,
     if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
         return r.error();
     if (someone_else)
-        if (const auto who = someone_else(); !who.empty())
-            return Error{-EBUSY, "stopped: the disk was opened by " + who};
+        if (auto why = someone_else(); !why.empty())
+            return Error{-EBUSY, std::move(why)};
     const auto start = Clock::now();
     const ssize_t n = ::pwrite(fd, buffer, probe_io_bytes, static_cast<off_t>(offset));
     const auto took = std::chrono::duration<double>(Clock::now() - start).count();

@@ -33,8 +33,9 @@ struct ProbeLatency {
     unsigned samples = 0;
 };
 
-// Before each write the probe asks this; a name ("mkfs.ext4 (pid 812)") stops it
-// with -EBUSY: someone else is at a disk it shares.
+// Before each write the probe asks this; a reason ("the disk was opened by
+// mkfs.ext4 (pid 812)") stops it with -EBUSY and that message: someone else is at
+// a disk it shares, or the space it probes is not its own any more.
 using SomeoneElse = std::function<std::string()>;
 
 struct ProbeOptions {

@@ -49,8 +49,8 @@ struct Scheduler::Entry {
     ProgressSnapshot last;
     ProbeFigures probe;   // from the record, or the job's
     bool probing = false; // a probe asked for runs: no job starts meanwhile
-    // The filesystem its job warms (queued or running for it): a filesystem job.
-    std::optional<FilesystemTarget> filesystem;
+    // What its job warms (queued or running): the disk, or a filesystem's free space.
+    JobKind kind = BlockJob{};
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
 };
@@ -206,8 +206,8 @@ void Scheduler::enter_ready(Entry& e) {
         return;
     }
     e.order = m_next_order++;
-    enter_queued(e, e.filesystem ? "the free space of " + e.filesystem->fstype + " at " +
-                                       e.filesystem->mount_point
+    const auto* fs = filesystem_of(e.kind);
+    enter_queued(e, fs ? "the free space of " + fs->fstype + " at " + fs->mount_point
                     : e.requested ? "asked for"
                                   : "");
 }
@@ -243,11 +243,11 @@ void Scheduler::job_ended(Entry& e) {
     e.probe = e.job->probe();
     e.job.reset(); // closes the disk
     const auto stopping = std::exchange(e.stopping, std::nullopt);
-    if (e.filesystem && e.last.status == JobStatus::stepped_aside && !m_shutting_down &&
+    if (filesystem_of(e.kind) && e.last.status == JobStatus::stepped_aside && !m_shutting_down &&
         e.attached) {
         // Unmounted, or its claim taken: the disk is its filesystem's; warmed again
         // through it when (still, or once more) mounted.
-        e.filesystem.reset();
+        e.kind = BlockJob{};
         enter_skipped(e, "its filesystem job stopped: " + e.last.reason);
         take_up_filesystem(e);
         return;
@@ -438,7 +438,7 @@ bool Scheduler::take_up_filesystem(Entry& e) {
             refused += (refused.empty() ? "" : "; ") + fs.error().message;
             continue;
         }
-        e.filesystem = std::move(*fs);
+        e.kind = FilesystemJob{std::move(*fs), 0};
         enter_ready(e);
         return true;
     }
@@ -516,15 +516,22 @@ std::optional<uint64_t> Scheduler::override_rate(const Entry& e) const {
 JobSpec Scheduler::spec_for(const Entry& e) const {
     JobSpec spec;
     spec.identity = e.identity;
+    spec.path = e.disk.devnode;
+    spec.disk = e.disk;
+    spec.kind = e.kind;
+    if (auto* fs = std::get_if<FilesystemJob>(&spec.kind))
+        fs->reserve_bytes = fs->fs.size_bytes / 100 * m_config.filesystem_reserve_percent;
     spec.requested = e.requested;
     auto& o = spec.options;
     o.mode = e.asked.mode.value_or(m_config.mode);
     o.chunk_bytes = m_config.chunk_bytes;
+    spec.chunk_explicit = m_config.chunk_set;
     o.backend_block_bytes = m_config.backend_block_bytes;
     spec.probe = m_config.probe;
     spec.probe_before = e.probe;
     spec.backend_block_auto = m_config.backend_block_auto;
     spec.strategy = m_config.strategy;
+    spec.io_engine = m_config.io_engine;
     o.queue_depth = e.asked.queue_depth.value_or(m_config.queue_depth);
     o.idle_priority = m_config.idle_priority;
     o.checkpoint_path = m_state.checkpoint_path(e.identity);
@@ -532,10 +539,6 @@ JobSpec Scheduler::spec_for(const Entry& e) const {
     // The first share; rebalance() sets every running job's rate.
     o.rate_bytes_per_s =
         override_rate(e).value_or(m_config.total_rate_bytes_per_s / (running_jobs() + 1));
-    if (e.filesystem) {
-        spec.filesystem = e.filesystem;
-        spec.reserve_bytes = e.filesystem->size_bytes / 100 * m_config.filesystem_reserve_percent;
-    }
     return spec;
 }
 
@@ -551,12 +554,12 @@ void Scheduler::schedule() {
                 next = e.get();
         if (!next)
             break;
-        auto job = m_host.start(next->disk, spec_for(*next), [this] {
+        auto job = m_host.start(spec_for(*next), [this] {
             if (m_hooks.wake)
                 m_hooks.wake();
         });
         if (!job) {
-            const bool was_filesystem = std::exchange(next->filesystem, std::nullopt).has_value();
+            const bool was_filesystem = filesystem_of(std::exchange(next->kind, BlockJob{}));
             enter_skipped(*next, "not started: " + job.error().message);
             if (!was_filesystem)
                 take_up_filesystem(*next);
@@ -640,7 +643,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     e->grace_watched = false;
     e->quiet_watched = false;
     if (e->state != DiskState::queued)
-        e->filesystem.reset(); // asked for: the disk, not a filesystem's free space
+        e->kind = BlockJob{}; // asked for: the disk, not a filesystem's free space
     enter_ready(*e);
     schedule();
     return {};
@@ -859,8 +862,8 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     // A job asked for holds the disk to itself once it runs (DiskJobHost::start).
     v.exclusive = e->requested && (e->job || e->state == DiskState::queued);
     v.probe = e->job ? e->job->probe() : e->probe;
-    v.filesystem = e->filesystem;
-    v.fstrim_timer_active = v.filesystem && fstrim_timer_enabled();
+    v.kind = e->kind;
+    v.fstrim_timer_active = filesystem_of(v.kind) && fstrim_timer_enabled();
     if (e->job && m_pressure < 1)
         v.adaptive = m_pressure_why;
     if (e->job && v.progress.status == JobStatus::paused && v.state == DiskState::running) {

@@ -42,8 +42,8 @@ struct DiskView {
     bool exclusive = false; // its job holds the disk to itself (O_EXCL): asked for
     std::string adaptive;   // while its job is held or backed off: how and why
     ProbeFigures probe;
-    // Queued or running for a filesystem of it (a filesystem job), or nullopt.
-    std::optional<FilesystemTarget> filesystem;
+    // What its job warms (queued or running): the disk, or a filesystem's free space.
+    JobKind kind = BlockJob{};
     // With a filesystem: systemd's weekly fstrim is enabled, which discards its
     // free space and may make a thin backend's blocks cold again.
     bool fstrim_timer_active = false;

@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "scheduler/disk_job_host.hh"
+#include "job/probe_disk.hh"
 #include "service/log.hh"
 
 namespace prewarmd {

@@ -33,8 +33,8 @@
 #include "safety/filesystem.hh"
 #include "safety/grace.hh"
 #include "scheduler/adaptive.hh"
-#include "scheduler/disk_job_host.hh"
 #include "scheduler/scheduler.hh"
+#include "service/disk_job_host.hh"
 #include "service/log.hh"
 #include "service/loop_backend.hh"
 #include "state/state_dir.hh"
@@ -68,13 +68,13 @@ std::string read_text_file(const char* path) {
 }
 
 // The daemon's pieces and how they are wired: it owns the configuration (the
-// scheduler and the job host refer to it), and does nothing itself but pass events
+// scheduler refers to it), and does nothing itself but pass events
 // from one piece to another.
 class Service {
 public:
     Service(const ServiceOptions& options, Config config, StateDir state)
         : m_options(options), m_config(std::move(config)), m_state(std::move(state)),
-          m_host(m_config, log_line) {}
+          m_host(log_line) {}
 
     ~Service();
     int run();
@@ -104,7 +104,7 @@ private:
     void adapt();
 
     ServiceOptions m_options;
-    Config m_config; // the one copy: the scheduler and the host refer to it
+    Config m_config; // the one copy: the scheduler refers to it
     StateDir m_state;
     DiskJobHost m_host;
     std::unique_ptr<EventLoop> m_loop;

@@ -3,7 +3,8 @@
 # one 4 KiB piece per block, proves the middle of the blocks warm, and every block
 # is allocated with under 1% of the disk sent over the link; what the disk reads
 # back never changes. On a sector-bitmap backend auto chooses full writes, and a
-# forced sparse job fails, saying the middle of the blocks is still cold. Where the
+# forced sparse job fails before it writes, saying the middle of the blocks would
+# stay cold. Where the
 # proof fails on a whole-block backend (cowsim slows exactly the places it times),
 # auto writes every byte after all.
 source "$(dirname "$0")/lib.sh"
@@ -36,9 +37,10 @@ check_ge "$(stat_of bitmap link_bytes_written)" $((512 * 1024 * 1024)) "bitmap: 
 
 run_status "$prewarmd" prefill --strategy sparse "$(dev_of forced)" >"$TEST_DIR/forced.out" 2>&1
 check_eq "$status" 1 "forced sparse on a bitmap backend: exit status"
-grep -q "the middle of the blocks is still cold after sparse writes" "$TEST_DIR/forced.out" ||
+grep -q "sparse writes would leave the middle of the blocks cold" "$TEST_DIR/forced.out" ||
     fail "forced: no reason given: $(cat "$TEST_DIR/forced.out")"
 pass "forced sparse on a bitmap backend fails, saying why"
+check_ge $((1 << 20)) "$(stat_of forced link_bytes_written)" "forced: 1 MiB, at least the bytes sent (the probe's own; it failed before writing)"
 
 # The proof's places on a 512 MiB disk: 16 strides of 32 MiB, each 16 MiB on and
 # half a 2 MiB block into it.

@@ -72,8 +72,10 @@ public:
         const auto it = mounted.find(disk.name);
         return it == mounted.end() ? std::vector<Result<FilesystemTarget>>() : it->second;
     }
-    Result<std::unique_ptr<RunningJob>> start(const DiskInfo& disk, const JobSpec& spec,
+    Result<std::unique_ptr<RunningJob>> start(const JobSpec& spec,
                                               std::function<void()> on_finished) override {
+        REQUIRE(spec.disk);
+        const auto& disk = *spec.disk;
         if (refuse_start.count(disk.name))
             return Error{-EBUSY, "refused: mounted at /mnt"};
         auto job = std::make_unique<FakeJob>(std::move(on_finished));
@@ -205,12 +207,14 @@ TEST_CASE("a disk left to its users is warmed through its filesystem once mounte
     h.scheduler->mounts_changed();
     CHECK(h.state_of(xvdc) == DiskState::running);
     REQUIRE(h.host.specs.count("xvdc"));
-    REQUIRE(h.host.specs["xvdc"].filesystem);
-    CHECK(h.host.specs["xvdc"].filesystem->mount_point == "/data");
-    CHECK(h.host.specs["xvdc"].reserve_bytes == (10ULL << 30) / 100 * 10);
+    const auto* job = std::get_if<FilesystemJob>(&h.host.specs["xvdc"].kind);
+    REQUIRE(job);
+    CHECK(job->fs.mount_point == "/data");
+    CHECK(job->reserve_bytes == (10ULL << 30) / 100 * 10);
+    CHECK(h.host.specs["xvdc"].path == "/dev/xvdc");
     const auto view = h.scheduler->disk(disk_identity(xvdc));
-    REQUIRE(view->filesystem);
-    CHECK(view->filesystem->device == "xvdc1");
+    REQUIRE(filesystem_of(view->kind));
+    CHECK(filesystem_of(view->kind)->device == "xvdc1");
 
     // Unmounted mid-job: the job steps aside; the disk waits for the next mount.
     h.host.mounted.erase("xvdc");
@@ -218,7 +222,7 @@ TEST_CASE("a disk left to its users is warmed through its filesystem once mounte
     h.scheduler->reap();
     CHECK(h.state_of(xvdc) == DiskState::skipped);
     CHECK(h.reason_of(xvdc) == "its filesystem job stopped: the filesystem at /data was unmounted");
-    CHECK_FALSE(h.scheduler->disk(disk_identity(xvdc))->filesystem);
+    CHECK_FALSE(filesystem_of(h.scheduler->disk(disk_identity(xvdc))->kind));
 
     h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
     h.scheduler->mounts_changed();

@@ -1,0 +1,87 @@
+#include "job/plan.hh"
+
+#include <array>
+#include <cerrno>
+
+#include "base/units.hh"
+
+namespace prewarmd {
+namespace {
+
+// One piece per block, the block as the probe found it unless told otherwise.
+Plan sparse_plan(const PlanInputs& in, const ColdProbe* probe, std::string why) {
+    Plan p;
+    p.piece = in.piece_bytes;
+    p.block = !in.backend_block_explicit && probe && probe->granularity_bytes
+                  ? probe->granularity_bytes
+                  : in.backend_block_bytes;
+    p.proven = probe && probe->allocation == Allocation::whole_block;
+    p.note = "sparse: one " + format_size(p.piece) + " write per " + format_size(p.block) +
+             " block (" + why + ")";
+    return p;
+}
+
+std::string found(const ColdProbe& probe) {
+    return "the probe found " + std::string(to_string(probe.allocation)) + " allocation (" +
+           probe.allocation_note + ")";
+}
+
+Result<Plan> full(const PlanInputs&) {
+    return Plan{};
+}
+
+// Sparse where the probe proved a first write warms its whole block, else every byte.
+Result<Plan> automatic(const PlanInputs& in) {
+    if (!in.probe)
+        return Plan{};
+    if (!*in.probe)
+        return Plan{0, 0, false,
+                    std::string(in.probe_name) + ": " + in.probe->error().message + ": full writes"};
+    const auto& probe = **in.probe;
+    if (probe.allocation != Allocation::whole_block)
+        return Plan{0, 0, false, "full writes: " + found(probe)};
+    return sparse_plan(in, &probe, probe.allocation_note);
+}
+
+// One piece per block, as asked: unproven without a probe (proven after the job,
+// docs/engine.md); refused where the probe failed, or found per-sector allocation.
+Result<Plan> sparse(const PlanInputs& in) {
+    if (!in.probe)
+        return sparse_plan(in, nullptr, "strategy = \"sparse\", not probed");
+    if (!*in.probe)
+        return Error{in.probe->error().err, std::string(in.probe_name) + ": " +
+                                                in.probe->error().message +
+                                                ": sparse warming cannot be proven here"};
+    const auto& probe = **in.probe;
+    if (probe.allocation == Allocation::per_sector)
+        return Error{-EOPNOTSUPP,
+                     "sparse writes would leave the middle of the blocks cold: " + found(probe)};
+    return sparse_plan(in, &probe,
+                       probe.allocation == Allocation::whole_block
+                           ? probe.allocation_note
+                           : "strategy = \"sparse\", not proven: " + probe.allocation_note);
+}
+
+struct StrategyRow {
+    Strategy strategy;
+    Result<Plan> (*plan)(const PlanInputs&);
+};
+
+constexpr std::array<StrategyRow, 3> strategies{{
+    {Strategy::full, full},
+    {Strategy::automatic, automatic},
+    {Strategy::sparse, sparse},
+}};
+
+} // namespace
+
+Result<Plan> choose_plan(const PlanInputs& in) {
+    if (in.mode == Mode::read)
+        return Plan{}; // nothing written: nothing to choose
+    for (const auto& row : strategies)
+        if (row.strategy == in.strategy)
+            return row.plan(in);
+    return Error{-EINVAL, "unknown strategy"};
+}
+
+} // namespace prewarmd

@@ -1,0 +1,301 @@
+#include "job/runner.hh"
+
+#include <cerrno>
+#include <filesystem>
+#include <thread>
+#include <type_traits>
+
+#include "base/units.hh"
+#include "engine/plan.hh"
+
+namespace prewarmd {
+
+std::string_view kind_name(const JobKind& kind) {
+    return std::holds_alternative<FilesystemJob>(kind) ? "filesystem" : "block";
+}
+
+const FilesystemTarget* filesystem_of(const JobKind& kind) {
+    const auto* job = std::get_if<FilesystemJob>(&kind);
+    return job ? &job->fs : nullptr;
+}
+
+Result<std::unique_ptr<JobWork>> open_work(const JobSpec& spec, const EventSink& events) {
+    return std::visit(
+        [&](const auto& kind) -> Result<std::unique_ptr<JobWork>> {
+            using K = std::decay_t<decltype(kind)>;
+            if constexpr (std::is_same_v<K, FilesystemJob>)
+                return open_filesystem_work(spec, kind, events);
+            else
+                return open_block_work(spec, events);
+        },
+        spec.kind);
+}
+
+Result<std::unique_ptr<JobRunner>> JobRunner::open(const JobSpec& spec, EventSink events) {
+    auto work = open_work(spec, events);
+    if (!work)
+        return work.error();
+    const auto& device = (*work)->device();
+    JobSpec s = spec;
+    auto chunk = choose_chunk_bytes(s.options.chunk_bytes, s.chunk_explicit,
+                                    s.options.backend_block_bytes, device.geometry());
+    if (!chunk)
+        return Error{chunk.error().err, s.path + ": " + chunk.error().message};
+    s.options.chunk_bytes = *chunk;
+    std::string note;
+    auto engine = make_io_engine(s.io_engine, device.fd(), s.options.queue_depth, note);
+    if (!engine)
+        return engine.error();
+    if (!note.empty() && events)
+        events(EventLevel::warning, note);
+    auto make_engine = [kind = s.io_engine, fd = device.fd(), depth = s.options.queue_depth]() {
+        std::string unused;
+        return make_io_engine(kind, fd, depth, unused);
+    };
+    return std::make_unique<JobRunner>(s, std::move(*work), std::move(events),
+                                       std::move(make_engine), std::move(*engine));
+}
+
+JobRunner::JobRunner(const JobSpec& spec, std::unique_ptr<JobWork> work, EventSink events,
+                     std::function<Result<std::unique_ptr<IoEngine>>()> make_engine,
+                     std::unique_ptr<IoEngine> engine)
+    : m_spec(spec), m_work(std::move(work)), m_events(std::move(events)),
+      m_make_engine(std::move(make_engine)), m_target(m_work->target()),
+      m_probe(spec.probe_before) {
+    m_target.identity = spec.identity;
+    // The chunks as the plan turns out, once the probe has spoken (on the job's
+    // thread, as the job starts).
+    m_target.source = [this](const RangeSet& done, uint64_t chunk) {
+        return m_work->source(m_plan, done, chunk);
+    };
+    m_job = std::make_unique<PrefillJob>(m_spec.options, m_target, std::move(engine),
+                                         m_work->device(), m_events);
+}
+
+ProgressSnapshot JobRunner::run() {
+    if (!plan())
+        return m_final;
+    m_final = m_job->run();
+    if (m_final.status == JobStatus::done && m_work->probes_after()) {
+        if (m_plan.sparse())
+            prove_sparse();
+        else
+            probe_after();
+    }
+    return m_final;
+}
+
+void JobRunner::command(JobCommand command) {
+    std::lock_guard lock(m_job_mutex);
+    if (std::holds_alternative<StopCommand>(command))
+        m_stopped = true; // no full pass after a sparse one, then
+    m_job->command(std::move(command));
+}
+
+ProgressSnapshot JobRunner::snapshot() const {
+    std::lock_guard lock(m_job_mutex);
+    return m_job->snapshot();
+}
+
+ProbeFigures JobRunner::probe() const {
+    std::lock_guard lock(m_probe_mutex);
+    return m_probe;
+}
+
+SomeoneElse JobRunner::someone_else() {
+    return [this] { return m_work->arrived(); };
+}
+
+// Ends the job before it wrote anything: it steps aside, or its plan cannot be followed.
+void JobRunner::end_before(JobStatus status, std::string reason) {
+    m_final = m_job->snapshot();
+    m_final.status = status;
+    m_final.reason = std::move(reason);
+    if (!m_events)
+        return;
+    if (status == JobStatus::stepped_aside)
+        m_events(EventLevel::info, "stepping aside before the job: " + m_final.reason);
+    else
+        m_events(EventLevel::warning, std::string(to_string(status)) + ": " + m_final.reason);
+}
+
+// The probe before (where the kind makes one), the backend block it found, and the
+// plan. False when the job ends here.
+bool JobRunner::plan() {
+    auto before = m_work->probe_before(m_spec, m_probe);
+    if (before && !*before && before->error().err == -EBUSY) {
+        end_before(JobStatus::stepped_aside, before->error().message);
+        return false;
+    }
+    const ColdProbe* cold = before && *before ? &**before : nullptr;
+    if (cold) {
+        if (m_events)
+            m_events(EventLevel::info,
+                     std::string(m_work->probe_name()) + ": first writes p50 " +
+                         format_ms(cold->cold.p50_s) + ", p99 " + format_ms(cold->cold.p99_s) +
+                         ", written again p50 " + format_ms(cold->rewrite.p50_s) +
+                         "; granularity " +
+                         (cold->granularity_bytes ? format_size(cold->granularity_bytes)
+                                                  : std::string("unknown")));
+        std::lock_guard lock(m_probe_mutex);
+        m_probe.cold = *cold;
+    }
+    if (m_spec.backend_block_auto) {
+        const bool found = cold && cold->granularity_bytes;
+        const uint64_t block =
+            std::min<uint64_t>(found ? cold->granularity_bytes : 2ULL << 20, m_spec.options.chunk_bytes);
+        m_job->set_backend_block(block);
+        if (m_events)
+            m_events(EventLevel::info, "backend block " + format_size(block) +
+                                           (found  ? " (as probed)"
+                                            : cold ? " (the probe could not tell)"
+                                                   : " (not probed)"));
+    }
+    PlanInputs inputs;
+    inputs.strategy = m_spec.strategy;
+    inputs.mode = m_spec.options.mode;
+    inputs.probe = std::move(before);
+    inputs.probe_name = m_work->probe_name();
+    inputs.backend_block_bytes = m_spec.options.backend_block_bytes;
+    inputs.backend_block_explicit = m_spec.backend_block_explicit;
+    inputs.piece_bytes = std::max<uint64_t>(
+        probe_io_bytes, m_work->device().geometry().logical_block_bytes);
+    auto plan = choose_plan(inputs);
+    if (!plan) {
+        end_before(JobStatus::failed, plan.error().message);
+        return false;
+    }
+    m_plan = *plan;
+    if (!m_plan.note.empty() && m_events)
+        m_events(EventLevel::info, m_plan.note);
+    return true;
+}
+
+// After a sparse job: the middle of blocks it wrote only at their start must be
+// warm. Not so: "sparse" fails saying so; "auto" writes every byte after all.
+void JobRunner::prove_sparse() {
+    const auto cold = probe().cold;
+    if (!cold) {
+        if (m_events)
+            m_events(EventLevel::warning, "sparse writes not proven: no cold probe to compare");
+        return;
+    }
+    auto warm = probe_warm(m_work->device(), cold->strides, someone_else(), m_plan.block / 2);
+    if (!warm) {
+        m_final.status = warm.error().err == -EBUSY ? JobStatus::stepped_aside : JobStatus::failed;
+        m_final.reason = "probe after: " + warm.error().message;
+        if (m_events)
+            m_events(EventLevel::warning, m_final.reason);
+        return;
+    }
+    {
+        std::lock_guard lock(m_probe_mutex);
+        m_probe.warm = *warm;
+    }
+    if (!still_cold(*cold, *warm)) {
+        if (m_events)
+            m_events(EventLevel::info, "probe after: the middle of the blocks is warm (" +
+                                           format_ratio(warm->ratio_p50) +
+                                           " a place written before)");
+        return;
+    }
+    const std::string why = "the middle of the blocks is still cold after sparse writes (" +
+                            format_ratio(warm->ratio_p50) + " a place written before)";
+    if (m_spec.strategy == Strategy::sparse) {
+        m_final.status = JobStatus::failed;
+        m_final.reason = why;
+        if (m_events)
+            m_events(EventLevel::warning, why);
+        return;
+    }
+    if (m_events)
+        m_events(EventLevel::warning, why + ": full writes after all");
+    auto engine = m_make_engine();
+    if (!engine) {
+        m_final.status = JobStatus::failed;
+        m_final.reason = why + "; full writes could not start: " + engine.error().message;
+        return;
+    }
+    {
+        std::lock_guard lock(m_job_mutex);
+        if (m_stopped)
+            return;
+        // The sparse job's checkpoint covers every block: the full one starts afresh.
+        std::error_code ec;
+        std::filesystem::remove(m_spec.options.checkpoint_path, ec);
+        m_plan = Plan{};
+        m_job = std::make_unique<PrefillJob>(m_spec.options, m_target, std::move(*engine),
+                                             m_work->device(), m_events);
+    }
+    m_final = m_job->run();
+    if (m_final.status == JobStatus::done)
+        probe_after();
+}
+
+// Done: the warm places, and whether the warming stuck.
+void JobRunner::probe_after() {
+    const auto cold = probe().cold;
+    if (!m_spec.probe || !cold || !cold->strides)
+        return;
+    auto warm = probe_warm(m_work->device(), cold->strides, someone_else());
+    if (!warm) {
+        if (m_events)
+            m_events(EventLevel::warning, "probe after: " + warm.error().message);
+        return;
+    }
+    const bool stuck = !still_cold(*cold, *warm);
+    if (m_events)
+        m_events(stuck ? EventLevel::info : EventLevel::warning,
+                 stuck ? "probe after: warm places p50 " + format_ms(warm->warm.p50_s) + ", " +
+                             format_ratio(penalty_ratio(cold->cold, warm->warm)) +
+                             " faster than cold"
+                       : "probe after: warming did not stick: the warm places still write " +
+                             format_ratio(warm->ratio_p50) +
+                             " slower than places written before (a backend that drops zero "
+                             "writes?)");
+    std::lock_guard lock(m_probe_mutex);
+    m_probe.warm = *warm;
+}
+
+namespace {
+
+class ThreadedJob final : public RunningJob {
+public:
+    ThreadedJob(std::unique_ptr<JobRunner> runner, std::function<void()> on_finished)
+        : m_runner(std::move(runner)), m_thread([this, done = std::move(on_finished)] {
+              m_final = m_runner->run();
+              m_finished = true;
+              done();
+          }) {}
+    ~ThreadedJob() override {
+        if (m_thread.joinable()) {
+            command(StopCommand{JobStatus::cancelled, "the daemon is stopping"});
+            m_thread.join();
+        }
+    }
+
+    ProgressSnapshot snapshot() const override { return m_runner->snapshot(); }
+    void command(JobCommand command) override { m_runner->command(std::move(command)); }
+    bool finished() const override { return m_finished; }
+    ProbeFigures probe() const override { return m_runner->probe(); }
+    ProgressSnapshot wait() override {
+        if (m_thread.joinable())
+            m_thread.join();
+        return m_final;
+    }
+
+private:
+    std::unique_ptr<JobRunner> m_runner;
+    ProgressSnapshot m_final;
+    std::atomic<bool> m_finished{false};
+    std::thread m_thread;
+};
+
+} // namespace
+
+std::unique_ptr<RunningJob> start_thread(std::unique_ptr<JobRunner> runner,
+                                         std::function<void()> on_finished) {
+    return std::make_unique<ThreadedJob>(std::move(runner), std::move(on_finished));
+}
+
+} // namespace prewarmd
