@@ -181,6 +181,12 @@ std::string disk_details(const json& d, const Style& style) {
                           (granularity ? format_size(granularity) : std::string("unknown")));
         field("allocation", probe.value("allocation", std::string("unknown")) + ": " +
                                 probe.value("allocation_note", std::string()));
+        const auto zero_writes = probe.value("zero_writes", std::string("unknown"));
+        field("zero writes",
+              (zero_writes == "discarded"
+                   ? paint("this backend discards zero writes", "failed", style)
+                   : zero_writes) +
+                  ": " + probe.value("zero_writes_note", std::string()));
         if (probe.value("warm", json()).is_object()) {
             char ratio[32];
             std::snprintf(ratio, sizeof ratio, "%.1fx", real_of(probe, "penalty_ratio"));

@@ -474,6 +474,13 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
         if (d.probe.cold && d.probe.cold->allocation != Allocation::unknown)
             out += "prewarmd_disk_backend_whole_block{" + labels(d) + "} " +
                    (d.probe.cold->allocation == Allocation::whole_block ? "1" : "0") + "\n";
+    family("prewarmd_disk_backend_discards_zero_writes", "gauge",
+           "1: this backend discards zero writes (they warm nothing); 0: it keeps them; "
+           "absent: unknown.");
+    for (const auto& d : disks)
+        if (d.probe.cold && d.probe.cold->zero_writes != ZeroWrites::unknown)
+            out += "prewarmd_disk_backend_discards_zero_writes{" + labels(d) + "} " +
+                   (d.probe.cold->zero_writes == ZeroWrites::discarded ? "1" : "0") + "\n";
     family("prewarmd_disk_rate_bytes_per_second", "gauge", "Warming rate over the last 10 s.");
     for (const auto& d : disks)
         out += "prewarmd_disk_rate_bytes_per_second{" + labels(d) + "} " +

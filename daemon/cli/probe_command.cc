@@ -108,6 +108,11 @@ int probe_command(const std::vector<std::string>& args) {
         std::printf("  allocation:                  %s (%s)\n",
                     std::string(to_string(cold->allocation)).c_str(),
                     cold->allocation_note.c_str());
+        std::printf("  a read of never-written space: %s\n", latency_text(cold->never_read).c_str());
+        std::printf("  zero writes:                 %s (%s)\n",
+                    std::string(to_string(cold->zero_writes)).c_str(),
+                    cold->zero_writes_note.c_str());
+
         return exit_done;
     }
 

@@ -61,7 +61,7 @@ Result<ColdProbe> probe_zero_regions(const Device& device,
         return Error{-ENOSPC, "too little never-written free space to probe (" +
                                   std::to_string(places.size()) + " of " + std::to_string(looked) +
                                   " regions of 4 MiB claimed read all-zero)"};
-    return probe_regions(device, places, [&claim] { return claim.lost(); });
+    return probe_regions(device, places, [&claim] { return claim.lost(); }, true);
 }
 
 } // namespace

@@ -49,8 +49,10 @@ struct FsSourceOptions {
 // The cold probe's calibration in the job's own claim, before it writes anything
 // (the places of a proof after the job are the filesystem's again by then): 4 MiB
 // regions of claimed free space that read all-zero, probed as the cold probe's
-// calibration regions (a first write, one beside it, the first again), then given
-// back (docs/engine.md "Sparse filesystem jobs"). -EBUSY: the claim was lost
+// calibration regions (a first write, one beside it, the first again), then zero
+// writes timed against data writes there (the claim is the job's to write any
+// data on: whether the backend keeps zero writes), then given back (docs/engine.md
+// "Sparse filesystem jobs", "Backends that discard zero writes"). -EBUSY: the claim was lost
 // meanwhile (unmounted, removed).
 Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
                                  const FsSourceOptions& options);

@@ -310,8 +310,11 @@ bool PrefillJob::start(Clock::time_point now) {
     std::vector<iovec> iovecs;
     for (unsigned i = 0; i < readers + (zero ? 1 : 0); ++i)
         iovecs.push_back({m_buffers->at(static_cast<int>(i)), m_options.chunk_bytes});
-    if (zero)
+    if (zero) {
         m_buffers->zero = static_cast<int>(readers);
+        if (m_fill)
+            std::memset(m_buffers->at(m_buffers->zero), m_fill, m_options.chunk_bytes);
+    }
     for (unsigned i = 0; i < readers; ++i)
         m_free_buffers.push_back(static_cast<int>(readers - 1 - i));
     if (const auto note = m_engine->register_buffers(iovecs); !note.empty())

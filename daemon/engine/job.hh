@@ -107,6 +107,10 @@ public:
     ProgressSnapshot run();
     // Before run(), on the thread that runs it: the backend block a probe found.
     void set_backend_block(uint64_t bytes) { m_backend_block = bytes; }
+    // Before run(): zero mode writes this byte where a block reads all-zero, in place
+    // of zeros (a filesystem's claimed free space on a backend that discards zero
+    // writes; docs/design.md). 0: zeros, as read.
+    void set_fill(unsigned char byte) { m_fill = byte; }
 
     // From any thread; takes effect within one completion or timer tick. None leaves
     // a chunk half done: chunks in flight finish, and the checkpoint is saved.
@@ -152,6 +156,7 @@ private:
 
     const JobOptions m_options;
     uint64_t m_backend_block; // the options' unless a probe found it
+    unsigned char m_fill = 0;
     const JobTarget m_target;
     std::unique_ptr<IoEngine> m_engine;
     const DeviceProbe& m_probe;

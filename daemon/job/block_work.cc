@@ -65,6 +65,7 @@ public:
     }
 
     bool probes_after() const override { return true; }
+    bool fills_free_space() const override { return false; }
 
     std::string arrived() override {
         if (!m_opens || !m_opens->seen())

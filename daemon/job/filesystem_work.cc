@@ -54,6 +54,7 @@ public:
     }
 
     bool probes_after() const override { return false; }
+    bool fills_free_space() const override { return true; }
 
     std::string arrived() override { return m_claim ? m_claim->lost() : std::string(); }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 
 #include "base/units.hh"
 
@@ -35,11 +36,11 @@ Result<Plan> automatic(const PlanInputs& in) {
     if (!in.probe)
         return Plan{};
     if (!*in.probe)
-        return Plan{0, 0, false,
-                    std::string(in.probe_name) + ": " + in.probe->error().message + ": full writes"};
+        return Plan{.note = std::string(in.probe_name) + ": " + in.probe->error().message +
+                            ": full writes"};
     const auto& probe = **in.probe;
     if (probe.allocation != Allocation::whole_block)
-        return Plan{0, 0, false, "full writes: " + found(probe)};
+        return Plan{.note = "full writes: " + found(probe)};
     return sparse_plan(in, &probe, probe.allocation_note);
 }
 
@@ -73,14 +74,35 @@ constexpr std::array<StrategyRow, 3> strategies{{
     {Strategy::sparse, sparse},
 }};
 
+// Zero writes discarded where the places are the job's own: the same plan with a
+// non-zero fill. (Only a probe that may write data finds them discarded: the
+// claim's, judge_zero_writes_by_data.)
+Result<Plan> around_discarded_zeros(const PlanInputs& in, Plan plan) {
+    if (in.mode != Mode::zero || !in.fill_allowed || !in.probe || !*in.probe ||
+        (*in.probe)->zero_writes != ZeroWrites::discarded)
+        return plan;
+    const auto& probe = **in.probe;
+    const std::string why = "this backend discards zero writes (" + probe.zero_writes_note + ")";
+    plan.fill = free_space_fill;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02x", free_space_fill);
+    plan.note = (plan.note.empty() ? "" : plan.note + "; ") + why +
+                ": free space that reads all-zero is filled with " + byte + " bytes instead";
+    return plan;
+}
+
 } // namespace
 
 Result<Plan> choose_plan(const PlanInputs& in) {
     if (in.mode == Mode::read)
         return Plan{}; // nothing written: nothing to choose
     for (const auto& row : strategies)
-        if (row.strategy == in.strategy)
-            return row.plan(in);
+        if (row.strategy == in.strategy) {
+            auto plan = row.plan(in);
+            if (!plan)
+                return plan;
+            return around_discarded_zeros(in, std::move(*plan));
+        }
     return Error{-EINVAL, "unknown strategy"};
 }
 

@@ -19,7 +19,11 @@ struct Plan {
     uint64_t piece = 0;
     uint64_t block = 0;
     bool proven = false; // sparse where the probe before found whole-block allocation
-    std::string note;    // what was chosen and why ("" when nothing was asked)
+    // The backend discards zero writes (the probe's zero_writes) and the places are
+    // the job's own to fill (claimed free space): it writes this byte instead of
+    // zeros where a block reads all-zero. 0: zeros.
+    unsigned char fill = 0;
+    std::string note; // what was chosen and why ("" when nothing was asked)
 
     bool sparse() const { return piece != 0; }
 };
@@ -33,7 +37,11 @@ struct PlanInputs {
     uint64_t backend_block_bytes = 0;      // the options'
     bool backend_block_explicit = false;   // kept even where the probe found another
     uint64_t piece_bytes = probe_io_bytes; // a sparse job's piece
+    bool fill_allowed = false;             // the places are the job's own (a claim)
 };
+
+// The byte a filesystem job fills claimed free space with where zeros are discarded.
+constexpr unsigned char free_space_fill = 0xa5;
 
 // The plan, or why the strategy cannot be followed here (forced sparse writes
 // that cannot be proven, or that the probe says would leave blocks cold).

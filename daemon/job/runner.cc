@@ -136,7 +136,9 @@ bool JobRunner::plan() {
                          ", written again p50 " + format_ms(cold->rewrite.p50_s) +
                          "; granularity " +
                          (cold->granularity_bytes ? format_size(cold->granularity_bytes)
-                                                  : std::string("unknown")));
+                                                  : std::string("unknown")) +
+                         "; zero writes " + std::string(to_string(cold->zero_writes)) + " (" +
+                         cold->zero_writes_note + ")");
         std::lock_guard lock(m_probe_mutex);
         m_probe.cold = *cold;
     }
@@ -160,14 +162,16 @@ bool JobRunner::plan() {
     inputs.backend_block_explicit = m_spec.backend_block_explicit;
     inputs.piece_bytes = std::max<uint64_t>(
         probe_io_bytes, m_work->device().geometry().logical_block_bytes);
+    inputs.fill_allowed = m_work->fills_free_space();
     auto plan = choose_plan(inputs);
     if (!plan) {
         end_before(JobStatus::failed, plan.error().message);
         return false;
     }
     m_plan = *plan;
+    m_job->set_fill(m_plan.fill);
     if (!m_plan.note.empty() && m_events)
-        m_events(EventLevel::info, m_plan.note);
+        m_events(m_plan.fill ? EventLevel::warning : EventLevel::info, m_plan.note);
     return true;
 }
 
@@ -223,9 +227,10 @@ void JobRunner::prove_sparse() {
         // The sparse job's checkpoint covers every block: the full one starts afresh.
         std::error_code ec;
         std::filesystem::remove(m_spec.options.checkpoint_path, ec);
-        m_plan = Plan{};
+        m_plan = Plan{.fill = m_plan.fill};
         m_job = std::make_unique<PrefillJob>(m_spec.options, m_target, std::move(*engine),
                                              m_work->device(), m_events);
+        m_job->set_fill(m_plan.fill);
     }
     m_final = m_job->run();
     if (m_final.status == JobStatus::done)

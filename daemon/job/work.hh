@@ -35,6 +35,10 @@ public:
     // writes, the warm probe): a block job's are its disk's; a filesystem job's
     // are the filesystem's again by then, and its proof is made before, in the claim.
     virtual bool probes_after() const = 0;
+    // Whether the places a job writes are its own to fill with non-zero bytes where
+    // they read all-zero (claimed free space), should the backend discard zero
+    // writes: a filesystem job's are; a block job's are the disk's content.
+    virtual bool fills_free_space() const = 0;
     // Who else is at the disk since the last look ("" when nobody): the probes stop.
     virtual std::string arrived() = 0;
 };

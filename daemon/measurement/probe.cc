@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -61,17 +62,49 @@ uint64_t stride_bytes(uint64_t size_bytes, unsigned strides) {
     return strides ? size_bytes / strides / max_granularity * max_granularity : 0;
 }
 
-// One calibration region, 4 MiB from `offset`: its first write, the write 4 KiB
-// beside it just after, writes 64 KiB, 128 KiB ... 2 MiB on, and the first place
-// again (warm by then).
+// A 4 KiB read's time, in seconds.
+Result<double> timed_read(int fd, unsigned char* buffer, uint64_t offset) {
+    const auto start = Clock::now();
+    if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
+        return r.error();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A 4 KiB write of `buffer` as it is, in seconds: only where the place is the
+// probe's to write (a claim's free space).
+Result<double> timed_write(int fd, const unsigned char* buffer, uint64_t offset,
+                           const SomeoneElse& someone_else) {
+    if (someone_else)
+        if (auto why = someone_else(); !why.empty())
+            return Error{-EBUSY, std::move(why)};
+    const auto start = Clock::now();
+    const ssize_t n = ::pwrite(fd, buffer, probe_io_bytes, static_cast<off_t>(offset));
+    const auto took = std::chrono::duration<double>(Clock::now() - start).count();
+    if (n < 0)
+        return errno_error("write at offset " + std::to_string(offset));
+    if (static_cast<size_t>(n) != probe_io_bytes)
+        return Error{-EIO, "short write at offset " + std::to_string(offset)};
+    return took;
+}
+
+// One calibration region, 4 MiB from `offset`: a read of never-written space 3 MiB
+// on (before anything near it is read or written: a cache between would serve it
+// otherwise), its first write, the write 4 KiB beside it just after, writes
+// 64 KiB, 128 KiB ... 2 MiB on, and the first place again (warm by then).
 struct Calibration {
-    double first = 0, beside = 0, again = 0;
+    double never = 0, first = 0, beside = 0, again = 0;
     uint64_t granularity = 0; // 0: not told
 };
+
+constexpr uint64_t never_read_at = 3ULL << 20; // into a region
 
 Result<Calibration> calibrate(int fd, unsigned char* buffer, uint64_t offset,
                               const SomeoneElse& someone_else) {
     Calibration c;
+    auto never = timed_read(fd, buffer, offset + never_read_at);
+    if (!never)
+        return never.error();
+    c.never = *never;
     auto first = timed_rewrite(fd, buffer, offset, someone_else);
     if (!first)
         return first.error();
@@ -97,9 +130,10 @@ Result<Calibration> calibrate(int fd, unsigned char* buffer, uint64_t offset,
 
 // The rewrite figures, the granularity (the regions' median) and the verdict.
 void judge_regions(ColdProbe& out, const std::vector<Calibration>& regions) {
-    std::vector<double> first, beside, again;
+    std::vector<double> never, first, beside, again;
     std::vector<uint64_t> estimates;
     for (const auto& r : regions) {
+        never.push_back(r.never);
         first.push_back(r.first);
         beside.push_back(r.beside);
         again.push_back(r.again);
@@ -119,9 +153,124 @@ void judge_regions(ColdProbe& out, const std::vector<Calibration>& regions) {
             out.granularity_note += "; 4 MiB or more";
     }
     judge_allocation(out, first, beside, again);
+    out.never_read = summarize(never);
+    judge_zero_writes_by_reads(out, again, never);
+}
+
+// The median of a[i] / b[i]: pairs timed back to back, which a busy machine slows alike.
+double median_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+    std::vector<double> ratios;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        if (b[i] > 0)
+            ratios.push_back(a[i] / b[i]);
+    if (ratios.empty())
+        return 0;
+    std::sort(ratios.begin(), ratios.end());
+    const size_t n = ratios.size();
+    return n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+}
+
+std::string ratio_text(double r) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2fx", r);
+    return text;
+}
+
+// Per region, after its calibration: a data write 3 MiB on (where the never-written
+// read was), then twice the zero write at its start again and the data write
+// again, back to back; then zeros where the data was.
+struct DataPairs {
+    std::vector<double> zero_again, data_again;
+};
+
+constexpr unsigned char fill_pattern = 0xa5;
+
+Result<void> time_data_pairs(int fd, unsigned char* buffer, uint64_t offset,
+                             const SomeoneElse& someone_else, DataPairs& out) {
+    const uint64_t data_at = offset + never_read_at;
+    std::fill(buffer, buffer + probe_io_bytes, fill_pattern);
+    if (auto first = timed_write(fd, buffer, data_at, someone_else); !first)
+        return first.error();
+    for (int i = 0; i < 2; ++i) {
+        std::fill(buffer, buffer + probe_io_bytes, 0);
+        auto zero = timed_write(fd, buffer, offset, someone_else);
+        if (!zero)
+            return zero.error();
+        std::fill(buffer, buffer + probe_io_bytes, fill_pattern);
+        auto data = timed_write(fd, buffer, data_at, someone_else);
+        if (!data)
+            return data.error();
+        out.zero_again.push_back(*zero);
+        out.data_again.push_back(*data);
+    }
+    std::fill(buffer, buffer + probe_io_bytes, 0);
+    if (auto restored = timed_write(fd, buffer, data_at, someone_else); !restored)
+        return restored.error();
+    return {};
 }
 
 } // namespace
+
+std::string_view to_string(ZeroWrites zero_writes) {
+    switch (zero_writes) {
+    case ZeroWrites::kept:
+        return "kept";
+    case ZeroWrites::discarded:
+        return "discarded";
+    case ZeroWrites::unknown:
+        break;
+    }
+    return "unknown";
+}
+
+void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& again_s,
+                                const std::vector<double>& never_s) {
+    if (has_penalty(probe)) {
+        probe.zero_writes = ZeroWrites::kept;
+        probe.zero_writes_note = "a first zero write costs " +
+                                 ratio_text(penalty_ratio(probe.cold, probe.rewrite)) +
+                                 " a second: zero writes allocate";
+        return;
+    }
+    if (again_s.size() < 4 || never_s.size() < 4) {
+        probe.zero_writes = ZeroWrites::unknown;
+        probe.zero_writes_note = "too few regions to tell";
+        return;
+    }
+    const double r = median_ratio(again_s, never_s);
+    const std::string figures =
+        "a zero write costs " + ratio_text(r) + " a read of never-written space";
+    if (r >= 1.5) {
+        probe.zero_writes = ZeroWrites::kept;
+        probe.zero_writes_note = figures + ": zero writes reach storage";
+    } else {
+        probe.zero_writes = ZeroWrites::unknown;
+        probe.zero_writes_note =
+            figures + ": with zeros alone, a backend that discards zero writes cannot be told "
+                      "from one that is warm";
+    }
+}
+
+void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero_again_s,
+                               const std::vector<double>& data_again_s) {
+    if (zero_again_s.size() < 4 || data_again_s.size() < 4) {
+        probe.zero_writes = ZeroWrites::unknown;
+        probe.zero_writes_note = "too few regions to tell";
+        return;
+    }
+    const double r = median_ratio(zero_again_s, data_again_s);
+    const std::string figures = "a zero write costs " + ratio_text(r) + " a data write";
+    if (r >= 0.8) {
+        probe.zero_writes = ZeroWrites::kept;
+        probe.zero_writes_note = figures + ": zero writes reach storage";
+    } else if (r > 0 && r < 0.6) {
+        probe.zero_writes = ZeroWrites::discarded;
+        probe.zero_writes_note = figures + ": this backend discards zero writes";
+    } else {
+        probe.zero_writes = ZeroWrites::unknown;
+        probe.zero_writes_note = figures + ": too near to tell";
+    }
+}
 
 unsigned probe_strides(uint64_t size_bytes, unsigned samples) {
     // A stride holds its calibration region and, half a stride on, the warm place.
@@ -245,7 +394,7 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
 }
 
 Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t>& regions,
-                                const SomeoneElse& someone_else) {
+                                const SomeoneElse& someone_else, bool data_allowed) {
     if (regions.empty())
         return Error{-EINVAL, "no region to probe"};
     auto buffer = aligned_buffer(probe_io_bytes);
@@ -254,15 +403,22 @@ Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t
     ColdProbe out;
     std::vector<double> cold;
     std::vector<Calibration> measured;
+    DataPairs pairs;
     for (const uint64_t offset : regions) {
         auto region = calibrate(device.fd(), buffer->get(), offset, someone_else);
         if (!region)
             return region.error();
         cold.push_back(region->first);
         measured.push_back(*region);
+        if (data_allowed)
+            if (auto timed = time_data_pairs(device.fd(), buffer->get(), offset, someone_else, pairs);
+                !timed)
+                return timed.error();
     }
     out.cold = summarize(cold);
     judge_regions(out, measured);
+    if (data_allowed)
+        judge_zero_writes_by_data(out, pairs.zero_again, pairs.data_again);
     return out;
 }
 
@@ -377,6 +533,9 @@ nlohmann::json to_json(const ProbeFigures& f) {
                         {"allocation", std::string(to_string(c.allocation))},
                         {"allocation_note", c.allocation_note},
                         {"first_write_penalty", penalty_ratio(c.cold, c.rewrite)},
+                        {"never_read", to_json(c.never_read)},
+                        {"zero_writes", std::string(to_string(c.zero_writes))},
+                        {"zero_writes_note", c.zero_writes_note},
                         {"warm", nullptr},
                         {"warm_reference", nullptr},
                         {"warm_over_reference", nullptr},
@@ -409,6 +568,12 @@ ProbeFigures probe_figures_from(const nlohmann::json& j) {
                    : allocation == "per-sector" ? Allocation::per_sector
                                                 : Allocation::unknown;
     c.allocation_note = j.value("allocation_note", std::string());
+    c.never_read = latency_from(j.value("never_read", nlohmann::json::object()));
+    const auto zero_writes = j.value("zero_writes", std::string());
+    c.zero_writes = zero_writes == "kept"        ? ZeroWrites::kept
+                    : zero_writes == "discarded" ? ZeroWrites::discarded
+                                                 : ZeroWrites::unknown;
+    c.zero_writes_note = j.value("zero_writes_note", std::string());
     f.cold = c;
     if (j.contains("warm") && j["warm"].is_object()) {
         WarmProbe w;

@@ -101,3 +101,29 @@ TEST_CASE("plan: a read job writes nothing, whatever the strategy") {
     REQUIRE(plan);
     CHECK_FALSE(plan->sparse());
 }
+
+TEST_CASE("plan: where the claim's probe found zero writes discarded, a non-zero fill") {
+    auto discarded = probed(Allocation::unknown);
+    discarded.zero_writes = ZeroWrites::discarded;
+    discarded.zero_writes_note = "a zero write costs 0.50x a data write";
+    auto in = inputs(Strategy::automatic, discarded);
+    in.fill_allowed = true;
+    auto plan = choose_plan(in);
+    REQUIRE(plan);
+    CHECK_FALSE(plan->sparse());
+    CHECK(plan->fill == free_space_fill);
+    CHECK(plan->note.find("this backend discards zero writes") != std::string::npos);
+
+    in.fill_allowed = false; // a disk's content: never filled
+    auto block = choose_plan(in);
+    REQUIRE(block);
+    CHECK(block->fill == 0);
+
+    auto kept = probed(Allocation::unknown);
+    kept.zero_writes = ZeroWrites::kept;
+    auto fs = inputs(Strategy::automatic, kept);
+    fs.fill_allowed = true;
+    auto zeros = choose_plan(fs);
+    REQUIRE(zeros);
+    CHECK(zeros->fill == 0);
+}

@@ -98,7 +98,11 @@ TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
     f.cold->strides = 16;
     f.cold->allocation = Allocation::whole_block;
     f.cold->allocation_note = "8 of 8 writes beside a first write were warm";
+    f.cold->never_read = summarize({warm / 2});
+    f.cold->zero_writes = ZeroWrites::discarded;
+    f.cold->zero_writes_note = "a zero write costs 0.50x a data write";
     auto j = to_json(f);
+    CHECK(j["zero_writes"] == "discarded");
     CHECK(j["warm"].is_null());
     CHECK(j["penalty_ratio"].is_null());
     CHECK(j["first_write_penalty"].get<double>() == doctest::Approx(cold / warm));
@@ -112,6 +116,8 @@ TEST_CASE("probe figures: to JSON and back, as a job record keeps them") {
     CHECK(back.cold->strides == 16);
     CHECK(back.cold->granularity_note == "8 of 8 regions agree");
     CHECK(back.cold->allocation == Allocation::whole_block);
+    CHECK(back.cold->zero_writes == ZeroWrites::discarded);
+    CHECK(back.cold->zero_writes_note == "a zero write costs 0.50x a data write");
     CHECK(back.warm->warm.p50_s == doctest::Approx(warm));
     CHECK(back.warm->ratio_p50 == doctest::Approx(1.0));
     CHECK(to_json(back) == j);
@@ -170,4 +176,31 @@ TEST_CASE("allocation: regions written before their first write are left out of 
     judge_allocation(p, first, beside, again);
     CHECK(p.allocation == Allocation::unknown);
     CHECK(p.allocation_note.find("too few cold regions") != std::string::npos);
+}
+
+TEST_CASE("zero writes: discarded only where data writes can be compared") {
+    ColdProbe p;
+    p.cold = summarize({warm});
+    p.rewrite = summarize({warm});
+    const std::vector<double> data(8, 100e-6);
+    // The QEMU bed: 0.46x to 0.48x where detect-zeroes discards them, 0.98x to 1.19x where not.
+    judge_zero_writes_by_data(p, std::vector<double>(8, 47e-6), data);
+    CHECK(p.zero_writes == ZeroWrites::discarded);
+    judge_zero_writes_by_data(p, std::vector<double>(8, 105e-6), data);
+    CHECK(p.zero_writes == ZeroWrites::kept);
+    judge_zero_writes_by_data(p, std::vector<double>(8, 70e-6), data);
+    CHECK(p.zero_writes == ZeroWrites::unknown);
+    judge_zero_writes_by_data(p, std::vector<double>(3, 47e-6), std::vector<double>(3, 100e-6));
+    CHECK(p.zero_writes == ZeroWrites::unknown); // too few pairs
+
+    // From zeros alone: kept when dearer than a read, never discarded.
+    const std::vector<double> never(8, 60e-6);
+    judge_zero_writes_by_reads(p, std::vector<double>(8, 150e-6), never);
+    CHECK(p.zero_writes == ZeroWrites::kept);
+    judge_zero_writes_by_reads(p, std::vector<double>(8, 30e-6), never);
+    CHECK(p.zero_writes == ZeroWrites::unknown);
+    // A first-write penalty: zero writes allocate, whatever the reads.
+    p.cold = summarize({cold});
+    judge_zero_writes_by_reads(p, std::vector<double>(8, 30e-6), never);
+    CHECK(p.zero_writes == ZeroWrites::kept);
 }

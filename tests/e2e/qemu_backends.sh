@@ -1,0 +1,82 @@
+# Real block drivers: disks served by QEMU's own qcow2, vpc (VHD) and raw drivers
+# (scripts/qemudisk), judged by the backend's own account (qemu-img map after a
+# flush), never by prewarmd's report of itself.
+# - A block job (`prewarmd prefill`, the defaults) on a blank disk: where QEMU
+#   keeps zero writes (qcow2 with 64 KiB and 2 MiB clusters, vpc, a raw sparse
+#   file), at least 99% of the disk is allocated after it; where it discards them
+#   (qcow2 with detect-zeroes on, and unmap with discard=unmap as XCP-ng's qcow2
+#   driver sets), the probe never calls zero writes kept.
+# - A filesystem job (ext4 and xfs, mounted, with files) on the unmap backend:
+#   at least 90% of the free space above the reserve is allocated after it, the
+#   files read back as they were, the filesystem checks clean.
+source "$(dirname "$0")/lib.sh"
+require_devices
+for tool in qemu-storage-daemon qemu-img mkfs.ext4 mkfs.xfs e2fsck xfs_repair; do
+    command -v "$tool" >/dev/null || cannot_run "no $tool (packages qemu-system-common, qemu-utils)"
+done
+qemudisk=$PREWARMD_SRC/scripts/qemudisk
+prewarmd=$PREWARMD_BIN/prewarmd
+Q=$TEST_DIR/qemu
+on_cleanup "$qemudisk down --state $Q"
+
+"$qemudisk" up --state "$Q" --disk q64=1GiB --disk q2m=1GiB,cluster=2M --disk vhd=1GiB,format=vpc \
+    --disk raw=1GiB,format=raw --disk qon=1GiB,zeroes=on --disk qun=1GiB,zeroes=unmap \
+    --disk ext4=1GiB,zeroes=unmap --disk xfs=1GiB,zeroes=unmap >"$TEST_DIR/qdevices"
+qdev() { awk -v n="$1" '$1 == n { print $2 }' "$TEST_DIR/qdevices"; }
+allocated() { "$qemudisk" allocated "$@" --state "$Q" | cut -d' ' -f1; }
+size=$((1 << 30))
+
+for name in q64 q2m vhd raw; do
+    run_status "$prewarmd" prefill "$(qdev $name)" >"$TEST_DIR/$name.out" 2>&1
+    check_eq "$status" 0 "$name: exit status"
+    check_ge "$(allocated $name)" $((size * 99 / 100)) "$name: bytes allocated by QEMU (99% of the disk)"
+done
+
+# On a blank disk the probe may write only zeros, and zeros alone do not tell a
+# backend that discards them from one that is warm (docs/engine.md): the probe
+# must not call them kept there, and says it cannot tell. (It writes zeros then,
+# which warm nothing: the gap that is still open, shown here by QEMU's map.)
+for name in qon qun; do
+    run_status "$prewarmd" prefill "$(qdev $name)" >"$TEST_DIR/$name.out" 2>&1
+    check_eq "$status" 0 "$name: exit status"
+    grep -q "zero writes kept" "$TEST_DIR/$name.out" &&
+        fail "$name: zero writes called kept: $(cat "$TEST_DIR/$name.out")"
+    grep -q "zero writes unknown" "$TEST_DIR/$name.out" ||
+        fail "$name: the probe did not say it cannot tell: $(cat "$TEST_DIR/$name.out")"
+    pass "$name: zero writes not called kept: the probe says it cannot tell"
+    echo "note: $name: $(allocated $name) bytes allocated by QEMU after the block job"
+done
+
+# Files to keep: 64 MiB of them, and their checksums.
+head -c 64M /dev/urandom >"$TEST_DIR/pool"
+for fs in ext4 xfs; do
+    dev=$(qdev $fs)
+    mnt=$TEST_DIR/mnt-$fs
+    "mkfs.$fs" -q "$dev"
+    mount_for_test "$dev" "$mnt"
+    for i in 0 1 2 3; do
+        dd if="$TEST_DIR/pool" of="$mnt/f$i" bs=1M count=16 skip=$((i * 16)) status=none
+    done
+    (cd "$mnt" && sha256sum f*) >"$TEST_DIR/$fs.sums"
+    sync -f "$mnt"
+    before=$(allocated $fs)
+    free=$(settled_avail "$mnt")
+    reserve=$(($(stat -f -c '%b * %S' "$mnt") / 10))
+    run_status "$prewarmd" prefill --reserve 10% "$mnt" >"$TEST_DIR/$fs.out" 2>&1
+    check_eq "$status" 0 "$fs: exit status"
+    grep -q "this backend discards zero writes" "$TEST_DIR/$fs.out" ||
+        fail "$fs: the probe in the claim did not find the zero writes discarded: $(cat "$TEST_DIR/$fs.out")"
+    pass "$fs: the probe in the claim found the zero writes discarded"
+    check_ge $(($(allocated $fs) - before)) $(((free - reserve) * 90 / 100)) \
+        "$fs: bytes newly allocated by QEMU (90% of the free space above the reserve)"
+    (cd "$mnt" && sha256sum -c --quiet "$TEST_DIR/$fs.sums") || fail "$fs: the files changed"
+    pass "$fs: the files read back as they were"
+    umount "$mnt"
+    if [[ $fs == ext4 ]]; then
+        e2fsck -fn "$dev" >"$TEST_DIR/fsck.out" 2>&1 || fail "ext4: e2fsck: $(cat "$TEST_DIR/fsck.out")"
+    else
+        xfs_repair -n "$dev" >"$TEST_DIR/fsck.out" 2>&1 || fail "xfs: xfs_repair: $(cat "$TEST_DIR/fsck.out")"
+    fi
+    pass "$fs: the filesystem checks clean"
+    mount "$dev" "$mnt"
+done
