@@ -206,9 +206,9 @@ std::string format_ms(double seconds, int decimals) {
     return text;
 }
 
-std::string format_ratio(double ratio) {
+std::string format_ratio(double ratio, int decimals) {
     char text[32];
-    std::snprintf(text, sizeof text, "%.1fx", ratio);
+    std::snprintf(text, sizeof text, "%.*fx", decimals, ratio);
     return text;
 }
 

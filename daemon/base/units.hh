@@ -32,8 +32,8 @@ std::string format_rate(double bytes_per_s);
 std::string format_duration(std::chrono::seconds duration);
 // A latency in milliseconds, "1.25 ms" (`decimals` after the point).
 std::string format_ms(double seconds, int decimals = 2);
-// A ratio, "12.5x".
-std::string format_ratio(double ratio);
+// A ratio, "12.5x" (`decimals` after the point).
+std::string format_ratio(double ratio, int decimals = 1);
 // "[#######-------]": `width` marks between the brackets.
 std::string progress_bar(double ratio, int width);
 

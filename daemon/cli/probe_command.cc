@@ -96,6 +96,7 @@ int probe_command(const std::vector<std::string>& args) {
         std::printf("%s:\n", path.c_str());
         std::printf("  reading never-written space: %s\n",
                     format_rate(cold->zero_read_bytes_per_s).c_str());
+        std::printf("  4 KiB reads of it:           %s\n", latency_text(cold->never_read).c_str());
         std::printf("  first writes (cold):         %s\n", latency_text(cold->cold).c_str());
         std::printf("  the same places again:       %s\n", latency_text(cold->rewrite).c_str());
         std::printf("  first-write penalty:         %.1fx\n",
@@ -108,11 +109,9 @@ int probe_command(const std::vector<std::string>& args) {
         std::printf("  allocation:                  %s (%s)\n",
                     std::string(to_string(cold->allocation)).c_str(),
                     cold->allocation_note.c_str());
-        std::printf("  a read of never-written space: %s\n", latency_text(cold->never_read).c_str());
         std::printf("  zero writes:                 %s (%s)\n",
                     std::string(to_string(cold->zero_writes)).c_str(),
                     cold->zero_writes_note.c_str());
-
         return exit_done;
     }
 

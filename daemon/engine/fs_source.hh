@@ -52,8 +52,8 @@ struct FsSourceOptions {
 // calibration regions (a first write, one beside it, the first again), then zero
 // writes timed against data writes there (the claim is the job's to write any
 // data on: whether the backend keeps zero writes), then given back (docs/engine.md
-// "Sparse filesystem jobs", "Backends that discard zero writes"). -EBUSY: the claim was lost
-// meanwhile (unmounted, removed).
+// "Filesystem jobs", "Backends that discard zero writes"). -EBUSY: the claim was
+// lost meanwhile (unmounted, removed).
 Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
                                  const FsSourceOptions& options);
 

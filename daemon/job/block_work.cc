@@ -100,11 +100,8 @@ Result<std::unique_ptr<JobWork>> open_block_work(const JobSpec& spec, const Even
     }
     if (spec.disk) {
         const auto& disk = *spec.disk;
-        // The decision was about the disk of a udev event; this must be that disk.
-        if (disk.diskseq && device->diskseq() && disk.diskseq != device->diskseq())
-            return Error{-ESTALE, disk.devnode + " is another disk now (sequence number " +
-                                      std::to_string(device->diskseq()) + ", not " +
-                                      std::to_string(disk.diskseq) + ")"};
+        if (auto same = same_disk(disk, *device); !same)
+            return same.error();
         const auto verdict = classify(disk, device->fd(), SystemView::read());
         const bool allowed = verdict.verdict == Verdict::eligible ||
                              (verdict.verdict == Verdict::needs_request && spec.requested);

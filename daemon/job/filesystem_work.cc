@@ -74,9 +74,9 @@ Result<std::unique_ptr<JobWork>> open_filesystem_work(const JobSpec& spec, const
     auto device = Device::open(spec.path, Device::Access::shared_write);
     if (!device)
         return device.error();
-    if (spec.disk && spec.disk->diskseq && device->diskseq() &&
-        spec.disk->diskseq != device->diskseq())
-        return Error{-ESTALE, spec.path + " is another disk now"};
+    if (spec.disk)
+        if (auto same = same_disk(*spec.disk, *device); !same)
+            return same.error();
     // The claim is made now: a filesystem gone since it was seen is an error of the start.
     auto claim = FreeSpaceFile::open(system_root() + fs.mount_point, fs.devnum);
     if (!claim)

@@ -40,8 +40,6 @@ struct PlanInputs {
     bool fill_allowed = false;             // the places are the job's own (a claim)
 };
 
-// The byte a filesystem job fills claimed free space with where zeros are discarded.
-constexpr unsigned char free_space_fill = 0xa5;
 
 // The plan, or why the strategy cannot be followed here (forced sparse writes
 // that cannot be proven, or that the probe says would leave blocks cold).

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "io/device.hh"
+#include "job/work.hh"
 #include "safety/classify.hh"
 #include "safety/system.hh"
 
@@ -12,8 +13,8 @@ Result<ProbeFigures> probe_disk(const DiskInfo& disk, const ProbeFigures& before
     auto device = Device::open(disk.devnode, Device::Access::write);
     if (!device)
         return device.error();
-    if (disk.diskseq && device->diskseq() && disk.diskseq != device->diskseq())
-        return Error{-ESTALE, disk.devnode + " is another disk now"};
+    if (auto same = same_disk(disk, *device); !same)
+        return same.error();
     const auto verdict = classify(disk, device->fd(), SystemView::read());
     if (verdict.verdict == Verdict::refused)
         return Error{-EBUSY, "refused: " + verdict.reasons_text()};

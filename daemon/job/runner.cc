@@ -19,6 +19,14 @@ const FilesystemTarget* filesystem_of(const JobKind& kind) {
     return job ? &job->fs : nullptr;
 }
 
+Result<void> same_disk(const DiskInfo& disk, const Device& device) {
+    if (disk.diskseq && device.diskseq() && disk.diskseq != device.diskseq())
+        return Error{-ESTALE, disk.devnode + " is another disk now (sequence number " +
+                                  std::to_string(device.diskseq()) + ", not " +
+                                  std::to_string(disk.diskseq) + ")"};
+    return {};
+}
+
 Result<std::unique_ptr<JobWork>> open_work(const JobSpec& spec, const EventSink& events) {
     return std::visit(
         [&](const auto& kind) -> Result<std::unique_ptr<JobWork>> {

@@ -47,6 +47,10 @@ public:
 // another disk now). `events` takes what the opening has to say.
 Result<std::unique_ptr<JobWork>> open_work(const JobSpec& spec, const EventSink& events);
 
+// Whether `device`, just opened, is the disk a decision was about (its udev
+// event's sequence number): the same major:minor may name another disk by now.
+Result<void> same_disk(const DiskInfo& disk, const Device& device);
+
 // The kinds' own openers.
 Result<std::unique_ptr<JobWork>> open_block_work(const JobSpec& spec, const EventSink& events);
 Result<std::unique_ptr<JobWork>> open_filesystem_work(const JobSpec& spec, const FilesystemJob& kind,

@@ -5,11 +5,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
 #include <nlohmann/json.hpp>
+
+#include "base/units.hh"
 
 namespace prewarmd {
 namespace {
@@ -39,39 +40,8 @@ Result<void> read_fully(int fd, unsigned char* buffer, size_t bytes, uint64_t of
     return {};
 }
 
-// Reads 4 KiB and writes the same bytes back; the write's time, in seconds. Not
-// when someone else is at the disk.
-Result<double> timed_rewrite(int fd, unsigned char* buffer, uint64_t offset,
-                             const SomeoneElse& someone_else) {
-    if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
-        return r.error();
-    if (someone_else)
-        if (auto why = someone_else(); !why.empty())
-            return Error{-EBUSY, std::move(why)};
-    const auto start = Clock::now();
-    const ssize_t n = ::pwrite(fd, buffer, probe_io_bytes, static_cast<off_t>(offset));
-    const auto took = std::chrono::duration<double>(Clock::now() - start).count();
-    if (n < 0)
-        return errno_error("write at offset " + std::to_string(offset));
-    if (static_cast<size_t>(n) != probe_io_bytes)
-        return Error{-EIO, "short write at offset " + std::to_string(offset)};
-    return took;
-}
-
-uint64_t stride_bytes(uint64_t size_bytes, unsigned strides) {
-    return strides ? size_bytes / strides / max_granularity * max_granularity : 0;
-}
-
-// A 4 KiB read's time, in seconds.
-Result<double> timed_read(int fd, unsigned char* buffer, uint64_t offset) {
-    const auto start = Clock::now();
-    if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
-        return r.error();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// A 4 KiB write of `buffer` as it is, in seconds: only where the place is the
-// probe's to write (a claim's free space).
+// A 4 KiB write of `buffer` as it is, in seconds. Not when someone else is at the
+// disk, or the space is not the probe's any more.
 Result<double> timed_write(int fd, const unsigned char* buffer, uint64_t offset,
                            const SomeoneElse& someone_else) {
     if (someone_else)
@@ -85,6 +55,26 @@ Result<double> timed_write(int fd, const unsigned char* buffer, uint64_t offset,
     if (static_cast<size_t>(n) != probe_io_bytes)
         return Error{-EIO, "short write at offset " + std::to_string(offset)};
     return took;
+}
+
+// Reads 4 KiB and writes the same bytes back; the write's time, in seconds.
+Result<double> timed_rewrite(int fd, unsigned char* buffer, uint64_t offset,
+                             const SomeoneElse& someone_else) {
+    if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
+        return r.error();
+    return timed_write(fd, buffer, offset, someone_else);
+}
+
+uint64_t stride_bytes(uint64_t size_bytes, unsigned strides) {
+    return strides ? size_bytes / strides / max_granularity * max_granularity : 0;
+}
+
+// A 4 KiB read's time, in seconds.
+Result<double> timed_read(int fd, unsigned char* buffer, uint64_t offset) {
+    const auto start = Clock::now();
+    if (auto r = read_fully(fd, buffer, probe_io_bytes, offset); !r)
+        return r.error();
+    return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // One calibration region, 4 MiB from `offset`: a read of never-written space 3 MiB
@@ -170,12 +160,6 @@ double median_ratio(const std::vector<double>& a, const std::vector<double>& b) 
     return n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
 }
 
-std::string ratio_text(double r) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2fx", r);
-    return text;
-}
-
 // Per region, after its calibration: a data write 3 MiB on (where the never-written
 // read was), then twice the zero write at its start again and the data write
 // again, back to back; then zeros where the data was.
@@ -183,12 +167,10 @@ struct DataPairs {
     std::vector<double> zero_again, data_again;
 };
 
-constexpr unsigned char fill_pattern = 0xa5;
-
 Result<void> time_data_pairs(int fd, unsigned char* buffer, uint64_t offset,
                              const SomeoneElse& someone_else, DataPairs& out) {
     const uint64_t data_at = offset + never_read_at;
-    std::fill(buffer, buffer + probe_io_bytes, fill_pattern);
+    std::fill(buffer, buffer + probe_io_bytes, free_space_fill);
     if (auto first = timed_write(fd, buffer, data_at, someone_else); !first)
         return first.error();
     for (int i = 0; i < 2; ++i) {
@@ -196,7 +178,7 @@ Result<void> time_data_pairs(int fd, unsigned char* buffer, uint64_t offset,
         auto zero = timed_write(fd, buffer, offset, someone_else);
         if (!zero)
             return zero.error();
-        std::fill(buffer, buffer + probe_io_bytes, fill_pattern);
+        std::fill(buffer, buffer + probe_io_bytes, free_space_fill);
         auto data = timed_write(fd, buffer, data_at, someone_else);
         if (!data)
             return data.error();
@@ -228,7 +210,7 @@ void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& aga
     if (has_penalty(probe)) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = "a first zero write costs " +
-                                 ratio_text(penalty_ratio(probe.cold, probe.rewrite)) +
+                                 format_ratio(penalty_ratio(probe.cold, probe.rewrite), 2) +
                                  " a second: zero writes allocate";
         return;
     }
@@ -239,7 +221,7 @@ void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& aga
     }
     const double r = median_ratio(again_s, never_s);
     const std::string figures =
-        "a zero write costs " + ratio_text(r) + " a read of never-written space";
+        "a zero write costs " + format_ratio(r, 2) + " a read of never-written space";
     if (r >= 1.5) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = figures + ": zero writes reach storage";
@@ -259,7 +241,7 @@ void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero
         return;
     }
     const double r = median_ratio(zero_again_s, data_again_s);
-    const std::string figures = "a zero write costs " + ratio_text(r) + " a data write";
+    const std::string figures = "a zero write costs " + format_ratio(r, 2) + " a data write";
     if (r >= 0.8) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = figures + ": zero writes reach storage";

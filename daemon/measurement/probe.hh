@@ -81,6 +81,10 @@ struct ColdProbe {
 constexpr uint64_t min_granularity = 64ULL << 10;
 constexpr uint64_t max_granularity = 4ULL << 20;
 constexpr uint64_t probe_io_bytes = 4096;
+// What is written where data, not zeros, is wanted in free space that is the job's
+// own: the probe's data writes in a claim, and a filesystem job's fill where zero
+// writes are discarded (docs/design.md).
+constexpr unsigned char free_space_fill = 0xa5;
 
 // Strides of a disk of that size for K samples (0: too small to probe: each stride
 // needs room for a calibration region and a warm place apart from it).
@@ -143,10 +147,9 @@ void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& aga
                                 const std::vector<double>& never_s);
 // Where the probe may write any data (a filesystem job's claim): zero writes
 // again against data writes again, back to back in the same regions (the median
-// of their ratios, pair by pair). Both are
-// writes to allocated space where zeros are kept (0.98x to 1.19x on the QEMU bed);
-// a discarded zero write reaches no storage (0.46x to 0.48x). Discarded under
-// 0.6x, kept from 0.8x, unknown between.
+// of their ratios, pair by pair). Both are writes to allocated space where zeros
+// are kept (0.98x to 1.19x on the QEMU bed); a discarded zero write reaches no
+// storage (0.46x to 0.50x). Discarded under 0.6x, kept from 0.8x, unknown between.
 void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero_again_s,
                                const std::vector<double>& data_again_s);
 

@@ -21,13 +21,12 @@ on_cleanup "$qemudisk down --state $Q"
 
 "$qemudisk" up --state "$Q" --disk q64=1GiB --disk q2m=1GiB,cluster=2M --disk vhd=1GiB,format=vpc \
     --disk raw=1GiB,format=raw --disk qon=1GiB,zeroes=on --disk qun=1GiB,zeroes=unmap \
-    --disk ext4=1GiB,zeroes=unmap --disk xfs=1GiB,zeroes=unmap >"$TEST_DIR/qdevices"
-qdev() { awk -v n="$1" '$1 == n { print $2 }' "$TEST_DIR/qdevices"; }
+    --disk ext4=1GiB,zeroes=unmap --disk xfs=1GiB,zeroes=unmap >"$TEST_DIR/devices"
 allocated() { "$qemudisk" allocated "$@" --state "$Q" | cut -d' ' -f1; }
 size=$((1 << 30))
 
 for name in q64 q2m vhd raw; do
-    run_status "$prewarmd" prefill "$(qdev $name)" >"$TEST_DIR/$name.out" 2>&1
+    run_status "$prewarmd" prefill "$(dev_of $name)" >"$TEST_DIR/$name.out" 2>&1
     check_eq "$status" 0 "$name: exit status"
     check_ge "$(allocated $name)" $((size * 99 / 100)) "$name: bytes allocated by QEMU (99% of the disk)"
 done
@@ -37,7 +36,7 @@ done
 # must not call them kept there, and says it cannot tell. (It writes zeros then,
 # which warm nothing: the gap that is still open, shown here by QEMU's map.)
 for name in qon qun; do
-    run_status "$prewarmd" prefill "$(qdev $name)" >"$TEST_DIR/$name.out" 2>&1
+    run_status "$prewarmd" prefill "$(dev_of $name)" >"$TEST_DIR/$name.out" 2>&1
     check_eq "$status" 0 "$name: exit status"
     grep -q "zero writes kept" "$TEST_DIR/$name.out" &&
         fail "$name: zero writes called kept: $(cat "$TEST_DIR/$name.out")"
@@ -50,7 +49,7 @@ done
 # Files to keep: 64 MiB of them, and their checksums.
 head -c 64M /dev/urandom >"$TEST_DIR/pool"
 for fs in ext4 xfs; do
-    dev=$(qdev $fs)
+    dev=$(dev_of $fs)
     mnt=$TEST_DIR/mnt-$fs
     "mkfs.$fs" -q "$dev"
     mount_for_test "$dev" "$mnt"
