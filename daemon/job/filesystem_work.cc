@@ -1,7 +1,7 @@
 // A filesystem job: the disk shared with its mounted filesystem (no exclusive
 // open), chunks from the free space claimed through it (engine/fs_source.hh). No
-// probe of the disk, whose places the filesystem may write: where the strategy
-// allows sparse writes, the probe is made in the claim.
+// probe of the disk, whose places the filesystem may write: the probe is made in
+// the claim.
 #include <cerrno>
 
 #include "base/units.hh"
@@ -29,10 +29,10 @@ public:
 
     std::optional<Result<ColdProbe>> probe_before(const JobSpec& spec,
                                                   const ProbeFigures&) override {
-        // Only to prove sparse writes (a setting: [prefill] probe, or asked for).
-        const bool sparse_possible =
-            spec.strategy == Strategy::sparse || (spec.strategy == Strategy::automatic && spec.probe);
-        if (!sparse_possible || !m_claim)
+        // Where probes are allowed ([prefill] probe; `prefill` unless --strategy
+        // full), or to prove sparse writes asked for: whether whole blocks warm at
+        // once, and whether zero writes are kept (a fill where they are not).
+        if (!(spec.probe || spec.strategy == Strategy::sparse) || !m_claim)
             return std::nullopt;
         return probe_in_claim(m_device, *m_claim, m_options);
     }

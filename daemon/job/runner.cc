@@ -245,11 +245,22 @@ void JobRunner::prove_sparse() {
         probe_after();
 }
 
-// Done: the warm places, and whether the warming stuck.
+// Done: the warm places, and whether the warming stuck. Only where the probe
+// before found a first-write penalty: without one, warm places time as cold ones
+// do, and a backend that discards zero writes would pass (docs/engine.md). Where
+// zero writes were not found kept, the job's reason says it is not proven warm.
 void JobRunner::probe_after() {
     const auto cold = probe().cold;
     if (!m_spec.probe || !cold || !cold->strides)
         return;
+    if (cold->zero_writes != ZeroWrites::kept) {
+        m_final.reason = "written, not proven warm: zero writes " +
+                         std::string(to_string(cold->zero_writes)) + " (" +
+                         cold->zero_writes_note + ")";
+        if (m_events)
+            m_events(EventLevel::warning, "probe after: none: " + m_final.reason);
+        return;
+    }
     auto warm = probe_warm(m_work->device(), cold->strides, someone_else());
     if (!warm) {
         if (m_events)

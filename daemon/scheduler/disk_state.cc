@@ -29,7 +29,9 @@ const Transitions table[] = {
     {S::paused,
      {S::waiting, S::queued, S::running, S::done, S::failed, S::cancelled, S::released,
       S::detached}},
-    {S::done, {}},
+    // Zeros written where the probe could not tell that zero writes are kept: its
+    // filesystem, once mounted, is warmed through its free space (take_up_filesystem).
+    {S::done, {S::waiting, S::queued}},
     {S::failed, {S::waiting, S::queued, S::cancelled}},
     {S::cancelled, {S::waiting, S::queued}},
     {S::released, {S::waiting, S::queued, S::cancelled}},

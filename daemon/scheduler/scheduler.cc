@@ -231,7 +231,8 @@ void Scheduler::enter_end(Entry& e, DiskState state, std::string reason) {
     set_state(e, state, std::move(reason));
     if (state == DiskState::done)
         log(false, e,
-            "warmed: " + format_size(e.last.written_bytes) + " written, " +
+            std::string(zeros_unproven(e) ? "written, not proven warm: " : "warmed: ") +
+                format_size(e.last.written_bytes) + " written, " +
                 format_size(e.last.skipped_bytes) + " skipped in " +
                 std::to_string(e.last.elapsed.count() / 1000) + " s");
 }
@@ -257,7 +258,12 @@ void Scheduler::job_ended(Entry& e) {
         return;
     }
     if (!stopping || e.last.status != stopping->as()) { // it ended by itself
-        enter_end(e, state_after(e.last.status), e.last.reason);
+        const bool unproven = e.last.status == JobStatus::done && zeros_unproven(e);
+        enter_end(e, state_after(e.last.status),
+                  unproven ? e.last.reason + "; a filesystem of it is warmed once mounted"
+                           : e.last.reason);
+        if (unproven)
+            take_up_filesystem(e);
         return;
     }
     switch (stopping->why) {
@@ -429,8 +435,9 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
 // space, online (docs/design.md). True when queued for one. The disks under /,
 // /boot and swap are never considered (match rules), so never taken up here.
 bool Scheduler::take_up_filesystem(Entry& e) {
-    if (!e.attached || e.job || e.state != DiskState::skipped || !e.match.matched ||
-        (m_config.auto_prefill == AutoPrefill::never && !e.requested))
+    const bool after_zeros = e.state == DiskState::done && zeros_unproven(e);
+    if (!e.attached || e.job || (e.state != DiskState::skipped && !after_zeros) ||
+        !e.match.matched || (m_config.auto_prefill == AutoPrefill::never && !e.requested))
         return false;
     std::string refused;
     for (auto& fs : m_host.filesystems_on(e.disk)) {
@@ -439,12 +446,24 @@ bool Scheduler::take_up_filesystem(Entry& e) {
             continue;
         }
         e.kind = FilesystemJob{std::move(*fs), 0};
+        // The block job's zeros may have warmed nothing: its checkpoint says nothing
+        // of the free space.
+        if (after_zeros)
+            m_state.drop_checkpoint(e.identity);
         enter_ready(e);
         return true;
     }
     if (!refused.empty() && e.reason.find(refused) == std::string::npos)
         enter_skipped(e, e.reason + "; not warmed online: " + refused);
     return false;
+}
+
+// A block job that wrote zeros where its probe (of the whole disk: the claim's has
+// no strides) could not tell that the backend keeps them: on one that discards
+// them (qcow2 with detect-zeroes) they warmed nothing (docs/engine.md).
+bool Scheduler::zeros_unproven(const Entry& e) const {
+    return !filesystem_of(e.kind) && e.probe.cold && e.probe.cold->strides &&
+           e.probe.cold->zero_writes != ZeroWrites::kept;
 }
 
 void Scheduler::mounts_changed() {

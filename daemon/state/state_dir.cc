@@ -112,8 +112,13 @@ Result<void> StateDir::save(const JobRecord& r) const {
 Result<void> StateDir::forget(const std::string& identity) const {
     std::error_code ec;
     fs::remove(m_path + "/jobs/" + identity + ".json", ec);
-    fs::remove(checkpoint_path(identity), ec);
+    drop_checkpoint(identity);
     return {};
+}
+
+void StateDir::drop_checkpoint(const std::string& identity) const {
+    std::error_code ec;
+    fs::remove(checkpoint_path(identity), ec);
 }
 
 StateDir::Loaded StateDir::load() const {

@@ -40,6 +40,8 @@ public:
     std::string checkpoint_path(const std::string& identity) const;
     Result<void> save(const JobRecord& record) const;
     Result<void> forget(const std::string& identity) const;
+    // The disk's checkpoint gone: its next job starts from nothing.
+    void drop_checkpoint(const std::string& identity) const;
 
     struct Loaded {
         std::vector<JobRecord> records;

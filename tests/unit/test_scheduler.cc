@@ -1,9 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
+#include "base/atomic_file.hh"
 #include "discovery/identity.hh"
 #include "scheduler/scheduler.hh"
 #include "temp_dir.hh"
@@ -37,6 +39,7 @@ public:
             depth = d->chunks_in_flight;
     }
     bool finished() const override { return m_finished; }
+    ProbeFigures probe() const override { return figures; }
     ProgressSnapshot wait() override { return snapshot(); }
 
     void finish(JobStatus as, std::string reason = {}) {
@@ -50,6 +53,7 @@ public:
     }
     std::atomic<uint64_t> rate{0};
     std::atomic<unsigned> depth{0};
+    ProbeFigures figures; // what its probes found, once it ends
 
 private:
     std::function<void()> m_on_finished;
@@ -164,6 +168,54 @@ TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
     CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
         return l.find("xen-51728-2147483648 (xvdb): running -> done") != std::string::npos;
     }));
+}
+
+TEST_CASE("a blank disk whose zero writes were not found kept: its filesystem is warmed too") {
+    Harness h;
+    const auto xvdc = xen_disk("xvdc", 51744);
+    h.scheduler->on_attached(xvdc);
+    h.quiet(xvdc);
+    REQUIRE(h.host.jobs.count("xvdc"));
+    ColdProbe probe;
+    probe.strides = 16; // of the whole disk
+    probe.zero_writes = ZeroWrites::unknown;
+    h.host.jobs["xvdc"]->figures.cold = probe;
+    h.host.jobs["xvdc"]->finish(JobStatus::done, "written, not proven warm: zero writes unknown");
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdc) == DiskState::done);
+    CHECK(h.reason_of(xvdc) == "written, not proven warm: zero writes unknown; a filesystem of it "
+                               "is warmed once mounted");
+    CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
+        return l.find("written, not proven warm: 0 B written") != std::string::npos;
+    }));
+
+    // Formatted and mounted: a filesystem job, from nothing (the block job's
+    // checkpoint gone).
+    const auto checkpoint = h.state->checkpoint_path(disk_identity(xvdc));
+    REQUIRE(write_file_atomically(checkpoint, "{}\n", 0644));
+    h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
+    h.scheduler->mounts_changed();
+    CHECK(h.state_of(xvdc) == DiskState::running);
+    REQUIRE(std::get_if<FilesystemJob>(&h.host.specs["xvdc"].kind));
+    CHECK_FALSE(std::filesystem::exists(checkpoint));
+    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdc) == DiskState::done);
+    h.scheduler->mounts_changed(); // done through its filesystem: stays done
+    CHECK(h.state_of(xvdc) == DiskState::done);
+
+    // Where the probe found zero writes kept, done is done.
+    Harness k;
+    const auto xvdd = xen_disk("xvdd", 51760);
+    k.scheduler->on_attached(xvdd);
+    k.quiet(xvdd);
+    probe.zero_writes = ZeroWrites::kept;
+    k.host.jobs["xvdd"]->figures.cold = probe;
+    k.host.jobs["xvdd"]->finish(JobStatus::done);
+    k.scheduler->reap();
+    k.host.mounted["xvdd"] = {ext4_at("/data", "xvdd1")};
+    k.scheduler->mounts_changed();
+    CHECK(k.state_of(xvdd) == DiskState::done);
 }
 
 TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with the reason") {
@@ -501,10 +553,12 @@ TEST_CASE("adaptive pressure scales every running job's rate and queue depth; 0 
     CHECK(h.host.jobs["xvdb"]->rate == 100ULL << 20);
 }
 
-TEST_CASE("the state table: done is final, an illegal change is refused and counted") {
+TEST_CASE("the state table: done goes on only to its filesystem, an illegal change is refused") {
     CHECK(transition_allowed(DiskState::running, DiskState::done));
     CHECK(transition_allowed(DiskState::done, DiskState::done)); // a new reason
-    CHECK_FALSE(transition_allowed(DiskState::done, DiskState::queued));
+    CHECK(transition_allowed(DiskState::done, DiskState::queued)); // zeros not proven kept
+    CHECK_FALSE(transition_allowed(DiskState::done, DiskState::running));
+    CHECK_FALSE(transition_allowed(DiskState::done, DiskState::cancelled));
     CHECK_FALSE(transition_allowed(DiskState::discovered, DiskState::running));
     CHECK_FALSE(transition_allowed(DiskState::cancelled, DiskState::running));
     for (int i = 0; i <= static_cast<int>(last_disk_state); ++i) {
