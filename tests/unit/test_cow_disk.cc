@@ -373,3 +373,31 @@ TEST_CASE("a map that does not fit the disk is refused") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message.find("map") != std::string::npos);
 }
+
+TEST_CASE("detect-zeroes: zero writes allocate nothing; under unmap a block they cover goes") {
+    TempDir dir;
+    Backend backend(instant());
+    const std::vector<char> zeros(2 * MiB, 0), data(4 * KiB, 'a');
+
+    auto on = make_disk(backend, dir, {.name = "on", .size_bytes = 8 * MiB, .zeroes = Zeroes::on});
+    REQUIRE(on->write(zeros.data(), 2 * MiB, 0) == static_cast<int64_t>(2 * MiB));
+    CHECK(on->counters().blocks_allocated == 0);
+    CHECK(on->counters().zero_bytes_dropped == 2 * MiB);
+    CHECK(on->counters().backend_bytes_written == 0);
+    REQUIRE(on->write(data.data(), 4 * KiB, 0) == static_cast<int64_t>(4 * KiB));
+    CHECK(on->counters().blocks_allocated == 1); // data allocates as ever
+    REQUIRE(on->write(zeros.data(), 2 * MiB, 0) == static_cast<int64_t>(2 * MiB));
+    CHECK(on->is_allocated(0)); // on: an allocated block stays
+    CHECK(all_equal(read_back(*on, 0, 2 * MiB), 0));
+
+    auto unmap = make_disk(backend, dir,
+                           {.name = "unmap", .size_bytes = 8 * MiB, .zeroes = Zeroes::unmap});
+    REQUIRE(unmap->write(data.data(), 4 * KiB, 2 * MiB) == static_cast<int64_t>(4 * KiB));
+    REQUIRE(unmap->write(zeros.data(), 4 * KiB, 2 * MiB) == static_cast<int64_t>(4 * KiB));
+    CHECK(unmap->is_allocated(1)); // part of a block: zeros written into it
+    REQUIRE(unmap->write(zeros.data(), 2 * MiB, 2 * MiB) == static_cast<int64_t>(2 * MiB));
+    CHECK_FALSE(unmap->is_allocated(1)); // the whole block: given back
+    CHECK(unmap->counters().blocks_unmapped == 1);
+    CHECK(unmap->counters().blocks_allocated == 0);
+    CHECK(all_equal(read_back(*unmap, 2 * MiB, 2 * MiB), 0));
+}

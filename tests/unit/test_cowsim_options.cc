@@ -13,7 +13,7 @@ TEST_CASE("cowsim options: disks take global defaults and their own overrides") 
                                   "-d",
                                   "xvdb=8GiB",
                                   "--disk",
-                                  "xvdc=1TiB,block=64KiB,bitmap=off",
+                                  "xvdc=1TiB,block=64KiB,bitmap=off,zeroes=unmap",
                                   "-d",
                                   "clone=1GiB,parent=/img/base,store=/x/clone.img",
                                   "--alloc-latency",
@@ -36,6 +36,8 @@ TEST_CASE("cowsim options: disks take global defaults and their own overrides") 
     CHECK(r->disks[0].store_path == "/s/xvdb.img");
     CHECK(r->disks[1].block_bytes == 64 * 1024);
     CHECK_FALSE(r->disks[1].sector_bitmap);
+    CHECK(r->disks[1].zeroes == Zeroes::unmap);
+    CHECK(r->disks[0].zeroes == Zeroes::off);
     CHECK(r->disks[2].parent_path == "/img/base");
     CHECK(r->disks[2].store_path == "/x/clone.img");
     CHECK(r->backend.alloc_latency == 3ms);
@@ -69,6 +71,7 @@ TEST_CASE("cowsim options: bad arguments say what is wrong") {
         {{"-s", "/s", "-d", "a=12XB", "/m"}, "invalid size '12XB'"},
         {{"-s", "/s", "-d", "a", "/m"}, "NAME=SIZE"},
         {{"-s", "/s", "-d", "a=1MiB,colour=red", "/m"}, "unknown option 'colour=red'"},
+        {{"-s", "/s", "-d", "a=1MiB,zeroes=yes", "/m"}, "zeroes is off, on or unmap"},
         {{"-s", "/s", "-d", "a=1MiB", "--bandwidth", "200MiB", "/m"}, "--bandwidth"},
         {{"-s", "/s", "-d", "a=1MiB", "--concurrency", "0", "/m"}, "--concurrency"},
         {{"-s", "/s", "-d", "a=1MiB", "--alloc-latency", "3", "/m"}, "unit"},

@@ -24,6 +24,18 @@ namespace {
 constexpr uint64_t max_block_bytes = 64ULL * 1024 * 1024;
 }
 
+const char* to_string(Zeroes zeroes) {
+    switch (zeroes) {
+    case Zeroes::on:
+        return "on";
+    case Zeroes::unmap:
+        return "unmap";
+    case Zeroes::off:
+        break;
+    }
+    return "off";
+}
+
 CowDisk::CowDisk(const DiskConfig& config, Backend& backend, UniqueFd store, UniqueFd parent,
                  UniqueFd map)
     : m_config(config), m_backend(backend), m_store(std::move(store)), m_parent(std::move(parent)),
@@ -156,9 +168,13 @@ bool CowDisk::is_allocated(uint64_t block) const {
     return (m_allocated[block / 64].load(std::memory_order_acquire) >> (block % 64)) & 1;
 }
 
-void CowDisk::set_allocated(uint64_t block) {
+void CowDisk::set_allocated(uint64_t block, bool allocated) {
     auto& word = m_allocated[block / 64];
-    word.fetch_or(uint64_t{1} << (block % 64), std::memory_order_release);
+    const uint64_t bit = uint64_t{1} << (block % 64);
+    if (allocated)
+        word.fetch_or(bit, std::memory_order_release);
+    else
+        word.fetch_and(~bit, std::memory_order_release);
     // Under the lock, the word written last holds every bit set before it.
     std::lock_guard lock(m_map_mutex);
     const uint64_t value = word.load(std::memory_order_acquire);
@@ -293,6 +309,27 @@ int CowDisk::write_allocated(uint64_t block, const char* data, uint64_t offset, 
     return 0;
 }
 
+int CowDisk::write_zeros(uint64_t block, const char* data, uint64_t offset, uint64_t len) {
+    const uint64_t block_len = block_length(block);
+    if (!is_allocated(block)) {
+        m_counters.zero_bytes_dropped += len; // reads zeros already: no backend work
+        return 0;
+    }
+    if (m_config.zeroes == Zeroes::unmap && len == block_len) {
+        if (::fallocate(m_store.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                        static_cast<off_t>(offset), static_cast<off_t>(len)) < 0)
+            return -EIO;
+        stripe(block).partial.erase(block);
+        set_allocated(block, false);
+        m_backend.release_allocation(block_len);
+        m_counters.blocks_allocated--;
+        m_counters.blocks_unmapped++;
+        m_counters.zero_bytes_dropped += len;
+        return 0;
+    }
+    return write_allocated(block, data, offset, len);
+}
+
 int CowDisk::inject_faults(OpKind op, uint64_t offset, uint64_t len) {
     const auto verdict = m_faults.check(op, offset, len);
     if (verdict.delay.count() > 0)
@@ -339,6 +376,10 @@ int64_t CowDisk::write(const char* buf, uint64_t len, uint64_t offset) {
     const auto done =
         by_block(offset, len, [&](uint64_t block, uint64_t pos, uint64_t piece, uint64_t at) {
             std::lock_guard lock(stripe(block).mutex);
+            // A clone's unallocated block reads the parent's bytes: zeros there are data.
+            if (m_config.zeroes != Zeroes::off && !m_parent &&
+                prewarmd::is_all_zero(buf + at, piece))
+                return write_zeros(block, buf + at, pos, piece);
             return is_allocated(block) ? write_allocated(block, buf + at, pos, piece)
                                        : allocate_block(block, buf + at, pos, piece);
         });

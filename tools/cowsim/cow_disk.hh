@@ -22,11 +22,18 @@ namespace cowsim {
 
 constexpr uint64_t sector_bytes = 512;
 
+// What the backend does with a write of zeros (QEMU's detect-zeroes): `off` writes
+// it as any data; `on` allocates nothing for it (a zero cluster); `unmap` also gives
+// back an allocated block it covers whole (discard=unmap, as XCP-ng's qcow2 driver).
+enum class Zeroes { off, on, unmap };
+const char* to_string(Zeroes zeroes);
+
 struct DiskConfig {
     std::string name;
     uint64_t size_bytes = 0;
     uint64_t block_bytes = 2 * 1024 * 1024;
     bool sector_bitmap = false;
+    Zeroes zeroes = Zeroes::off;
     std::string store_path;  // created sparse when missing; the map is store_path.map
     std::string parent_path; // empty: not a clone
 };
@@ -40,6 +47,7 @@ struct DiskCounters {
     std::atomic<uint64_t> link_bytes_written{0}; // of those writes, what crossed the link
     std::atomic<uint64_t> parent_bytes_read{0}, hole_bytes_read{0};
     std::atomic<uint64_t> meta_syncs{0}, faults_injected{0};
+    std::atomic<uint64_t> zero_bytes_dropped{0}, blocks_unmapped{0}; // detect-zeroes
 };
 
 class CowDisk {
@@ -87,8 +95,11 @@ private:
     int store_write(const char* data, uint64_t len, uint64_t offset);
     uint64_t block_length(uint64_t block) const;
     Stripe& stripe(uint64_t block) const { return m_stripes[block % stripe_count]; }
-    // Marks a block allocated, in memory and in the map file.
-    void set_allocated(uint64_t block);
+    // Marks a block allocated (or not), in memory and in the map file.
+    void set_allocated(uint64_t block, bool allocated = true);
+    // A write of zeros where detect-zeroes is on: nothing allocated, a block covered
+    // whole given back under unmap, zeros written into an allocated block otherwise.
+    int write_zeros(uint64_t block, const char* data, uint64_t offset, uint64_t len);
     int fill_from_parent(char* buf, uint64_t len, uint64_t offset);
     int allocate_block(uint64_t block, const char* data, uint64_t piece_offset, uint64_t piece_len);
     int write_allocated(uint64_t block, const char* data, uint64_t offset, uint64_t len);

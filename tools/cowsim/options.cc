@@ -19,6 +19,8 @@ namespace {
 constexpr OptionSpec option_specs[] = {
     {"disk", 'd', "NAME=SIZE[,OPT...]",
      "a disk (repeatable); OPT is block=SIZE, bitmap=on|off,\n"
+     "zeroes=off|on|unmap (detect-zeroes: writes of zeros allocate\n"
+     "nothing; unmap also gives back a block they cover),\n"
      "store=FILE (default STORE_DIR/NAME.img) or parent=FILE (a clone)"},
     {"store-dir", 's', "DIR", "where stores live when a disk names none"},
     {"block-size", 'b', "SIZE", "default backend block size (default 2MiB)"},
@@ -60,6 +62,16 @@ struct DiskSpec {
     std::optional<bool> bitmap;
 };
 
+std::optional<Zeroes> parse_zeroes(std::string_view text) {
+    if (text == "off")
+        return Zeroes::off;
+    if (text == "on")
+        return Zeroes::on;
+    if (text == "unmap")
+        return Zeroes::unmap;
+    return std::nullopt;
+}
+
 Result<DiskSpec> parse_disk(std::string_view spec) {
     const auto bad = [&](const std::string& why) {
         return Error{-EINVAL, "--disk '" + std::string(spec) + "': " + why};
@@ -96,13 +108,18 @@ Result<DiskSpec> parse_disk(std::string_view spec) {
                 out.bitmap = false;
             else
                 return bad("bitmap is on or off");
+        } else if (key == "zeroes") {
+            const auto zeroes = parse_zeroes(value);
+            if (!zeroes)
+                return bad("zeroes is off, on or unmap");
+            out.config.zeroes = *zeroes;
         } else if (key == "store" && !value.empty()) {
             out.config.store_path = std::string(value);
         } else if (key == "parent" && !value.empty()) {
             out.config.parent_path = std::string(value);
         } else {
             return bad("unknown option '" + std::string(item) +
-                       "' (block=, bitmap=, store=, parent=)");
+                       "' (block=, bitmap=, zeroes=, store=, parent=)");
         }
     }
     return out;
