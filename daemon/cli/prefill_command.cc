@@ -375,11 +375,15 @@ int prefill_command(const std::vector<std::string>& args) {
     spec.io_engine = s.io;
 
     Console console(s.json);
-    auto job = JobRunner::open(spec, [&](EventLevel level, const std::string& message) {
+    const EventSink events = [&](EventLevel level, const std::string& message) {
         console.message((level == EventLevel::warning ? "warning: " : "") + message);
-    });
+    };
+    auto work = open_work(spec, events);
+    if (!work)
+        return fail(open_failure(work.error().err), work.error().message);
+    auto job = JobRunner::set_up(spec, std::move(*work), events);
     if (!job)
-        return fail(open_failure(job.error().err), job.error().message);
+        return fail(job.error().err == -EINVAL ? exit_usage : exit_failed, job.error().message);
     if (!s.job.checkpoint_path.empty()) {
         // A checkpoint of another disk or mode is the caller's mistake: say so now.
         auto loaded = load_checkpoint(s.job.checkpoint_path);

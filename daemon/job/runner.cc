@@ -43,7 +43,13 @@ Result<std::unique_ptr<JobRunner>> JobRunner::open(const JobSpec& spec, EventSin
     auto work = open_work(spec, events);
     if (!work)
         return work.error();
-    const auto& device = (*work)->device();
+    return set_up(spec, std::move(*work), std::move(events));
+}
+
+Result<std::unique_ptr<JobRunner>> JobRunner::set_up(const JobSpec& spec,
+                                                     std::unique_ptr<JobWork> work,
+                                                     EventSink events) {
+    const auto& device = work->device();
     JobSpec s = spec;
     auto chunk = choose_chunk_bytes(s.options.chunk_bytes, s.chunk_explicit,
                                     s.options.backend_block_bytes, device.geometry());
@@ -60,7 +66,7 @@ Result<std::unique_ptr<JobRunner>> JobRunner::open(const JobSpec& spec, EventSin
         std::string unused;
         return make_io_engine(kind, fd, depth, unused);
     };
-    return std::make_unique<JobRunner>(s, std::move(*work), std::move(events),
+    return std::make_unique<JobRunner>(s, std::move(work), std::move(events),
                                        std::move(make_engine), std::move(*engine));
 }
 

@@ -24,6 +24,11 @@ class JobRunner {
 public:
     // Opens what the spec names and sets the job up: errors say why it cannot start.
     static Result<std::unique_ptr<JobRunner>> open(const JobSpec& spec, EventSink events);
+    // The job set up on work already open (open_work): its chunk size and I/O
+    // engine. Its errors are the job's, not the device's (io_uring refused, say).
+    static Result<std::unique_ptr<JobRunner>> set_up(const JobSpec& spec,
+                                                     std::unique_ptr<JobWork> work,
+                                                     EventSink events);
     JobRunner(const JobSpec& spec, std::unique_ptr<JobWork> work, EventSink events,
               std::function<Result<std::unique_ptr<IoEngine>>()> make_engine,
               std::unique_ptr<IoEngine> engine);

@@ -14,7 +14,7 @@ before=$(sha "$dev")
 
 saved=$(cat "$knob")
 restore_knob() { echo "$saved" >"$knob"; }
-trap 'restore_knob; cleanup' EXIT
+on_cleanup restore_knob
 echo 2 >"$knob"
 "$prewarmd" prefill --strategy full --json "$dev" >"$TEST_DIR/out.json" 2>"$TEST_DIR/err" || fail "exit $?"
 restore_knob
