@@ -140,16 +140,17 @@ void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
 // something), else from a zero write again (`again_s`) against a 4 KiB read of
 // never-written space (`never_s`), one of each per calibration region (the median
 // of their ratios, region by region). A kept zero write is a write to storage,
-// dearer than a read that needs none: kept from 1.5x. Never "discarded" from
-// these: on the QEMU bed, discarded zero writes cost 0.51x to 0.87x such a read,
-// and kept ones 0.90x to 7.1x (docs/engine.md).
+// dearer than a read that needs none: kept from 2x (one discarding image came to
+// 1.52x on a loaded host). Never "discarded" from these: on the QEMU bed, discarded
+// zero writes cost 0.51x to 0.87x such a read, and kept ones 0.90x to 7.1x
+// (docs/engine.md).
 void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& again_s,
                                 const std::vector<double>& never_s);
 // Where the probe may write any data (a filesystem job's claim): zero writes
-// again against data writes again, back to back in the same regions (the median
-// of their ratios, pair by pair). Both are writes to allocated space where zeros
-// are kept (0.98x to 1.19x on the QEMU bed); a discarded zero write reaches no
-// storage (0.46x to 0.50x). Discarded under 0.6x, kept from 0.8x, unknown between.
+// again against data writes again, in the same regions (the fastest of each: a
+// busy host only adds time). Both are writes to allocated space where zeros are
+// kept; a discarded zero write reaches no storage. Discarded under 0.6x, kept from
+// 0.8x, unknown between (the QEMU bed's figures: docs/engine.md).
 void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero_again_s,
                                const std::vector<double>& data_again_s);
 
