@@ -1,9 +1,14 @@
 #include "base/sysfs.hh"
 
+#include <fcntl.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
+
+#include "base/unique_fd.hh"
 
 namespace prewarmd {
 
@@ -23,14 +28,23 @@ std::string read_first_line(const std::string& path) {
     return line;
 }
 
-std::optional<uint64_t> sectors_written(dev_t devnum) {
-    std::istringstream fields(read_first_line("/sys/dev/block/" + std::to_string(major(devnum)) +
-                                              ":" + std::to_string(minor(devnum)) + "/stat"));
+Result<uint64_t> sectors_written(dev_t devnum) {
+    const std::string path = "/sys/dev/block/" + std::to_string(major(devnum)) + ":" +
+                             std::to_string(minor(devnum)) + "/stat";
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return errno_error(path);
+    char text[512];
+    const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
+    if (n < 0)
+        return errno_error(path);
+    text[n] = 0;
+    std::istringstream fields(text);
     // read I/Os, merges, sectors, ticks; write I/Os, merges, sectors
     uint64_t values[7] = {};
     for (auto& v : values)
         if (!(fields >> v))
-            return std::nullopt;
+            return Error{-EINVAL, path + ": not the kernel's stat fields"};
     return values[6];
 }
 

@@ -7,12 +7,15 @@
 #include <optional>
 #include <string>
 
+#include "base/result.hh"
+
 namespace prewarmd {
 
 std::string read_text(const std::string& path); // "" when unreadable
 std::string read_first_line(const std::string& path);
 // 512-byte sectors written to a block device by anyone since boot, from
-// /sys/dev/block/MAJ:MIN/stat; nullopt when the kernel has no such device.
-std::optional<uint64_t> sectors_written(dev_t devnum);
+// /sys/dev/block/MAJ:MIN/stat. An error when it cannot be read (-ENOENT: no such
+// device; -EMFILE and the like: the count is there, unread): never a guess.
+Result<uint64_t> sectors_written(dev_t devnum);
 
 } // namespace prewarmd

@@ -327,8 +327,16 @@ bool PrefillJob::start(Clock::time_point now) {
         end(JobStatus::failed, watched.error().message);
         return false;
     }
-    if (m_options.mode != Mode::read && m_target.foreign_writes_counted)
-        m_base_sectors = m_probe.written_sectors();
+    if (m_options.mode != Mode::read && m_target.foreign_writes_counted) {
+        auto base = m_probe.written_sectors();
+        if (!base) {
+            end(JobStatus::stepped_aside, "the disk's write count cannot be read (" +
+                                              base.error().message +
+                                              "): another writer would go unseen");
+            return false;
+        }
+        m_base_sectors = *base;
+    }
     emit(EventLevel::info,
          std::string(to_string(m_options.mode)) + " mode, " + format_size(m_options.chunk_bytes) +
              " chunks, queue depth " + std::to_string(depth) + ", " + m_engine->name() +
@@ -544,17 +552,32 @@ bool PrefillJob::others_arrived() {
             return true;
         }
     }
-    if (m_base_sectors) {
-        const auto sectors = m_probe.written_sectors();
-        const uint64_t ours = (m_submitted_write_bytes + 511) / 512;
-        if (sectors && *sectors > *m_base_sectors + ours) {
-            end(JobStatus::stepped_aside,
-                "another writer wrote " + format_size((*sectors - *m_base_sectors - ours) * 512) +
-                    " to the disk");
-            return true;
-        }
+    if (const auto why = foreign_writes(); !why.empty()) {
+        end(JobStatus::stepped_aside, why);
+        return true;
     }
     return false;
+}
+
+// The kernel's count of the disk's writes against ours (submitted: the kernel has
+// counted at most those): "" where nobody else wrote. A count that cannot be read
+// or went back cannot tell, and stops the job as a write would.
+std::string PrefillJob::foreign_writes() const {
+    if (!m_base_sectors)
+        return {};
+    const auto sectors = m_probe.written_sectors();
+    if (!sectors || !*sectors)
+        return "the disk's write count cannot be read (" +
+               (sectors ? std::string("gone") : sectors.error().message) +
+               "): another writer would go unseen";
+    if (**sectors < *m_base_sectors)
+        return "the disk's write count went back, from " + std::to_string(*m_base_sectors) +
+               " to " + std::to_string(**sectors) + " sectors: not the disk the job began on";
+    const uint64_t delta = **sectors - *m_base_sectors;
+    const uint64_t ours = (m_submitted_write_bytes + 511) / 512;
+    if (delta > ours)
+        return "another writer wrote " + format_size((delta - ours) * 512) + " to the disk";
+    return {};
 }
 
 void PrefillJob::finish_chunk(Slot& slot, Clock::time_point now) {
@@ -738,17 +761,11 @@ void PrefillJob::save(bool complete) {
 }
 
 void PrefillJob::check_foreign_writes() {
-    if (m_options.mode == Mode::read || !m_base_sectors || m_phase == Phase::ending)
-        return;
-    const auto sectors = m_probe.written_sectors();
-    if (!sectors || *sectors < *m_base_sectors)
+    if (m_options.mode == Mode::read || m_phase == Phase::ending)
         return;
     // Called with none of our writes in flight, so the kernel has counted all of ours.
-    const uint64_t delta = *sectors - *m_base_sectors;
-    const uint64_t ours = (m_submitted_write_bytes + 511) / 512;
-    if (delta > ours)
-        end(JobStatus::stepped_aside,
-            "another writer wrote " + format_size((delta - ours) * 512) + " to the disk");
+    if (const auto why = foreign_writes(); !why.empty())
+        end(JobStatus::stepped_aside, why);
 }
 
 std::optional<Clock::time_point> PrefillJob::deadline(Clock::time_point now) const {

@@ -146,6 +146,7 @@ private:
     void flushed(int64_t result);
     void save(bool complete);
     void check_foreign_writes();
+    std::string foreign_writes() const;
     void end(JobStatus as, std::string reason);
     void pause_for(std::string reason);
     std::optional<Clock::time_point> deadline(Clock::time_point now) const;

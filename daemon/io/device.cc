@@ -103,20 +103,26 @@ Result<RangeSet> Device::data_extents() const {
     return data;
 }
 
-std::optional<uint64_t> Device::written_sectors() const {
+Result<std::optional<uint64_t>> Device::written_sectors() const {
     if (m_sysfs.empty())
-        return std::nullopt;
-    return sectors_written(m_rdev);
+        return std::optional<uint64_t>();
+    auto sectors = sectors_written(m_rdev);
+    if (!sectors)
+        return sectors.error();
+    return std::optional<uint64_t>(*sectors);
 }
 
 bool Device::present() const {
     if (m_sysfs.empty())
         return true;
+    // Gone only on evidence: sysfs that cannot be read now (out of descriptors, say)
+    // does not make a disk detached, and its job fails rather than waits for it.
     struct stat st {};
     if (::stat((m_sysfs + "/dev").c_str(), &st) < 0)
-        return false;
+        return errno != ENOENT && errno != ENOTDIR;
     const auto numbers = read_first_line(m_sysfs + "/dev");
-    if (numbers != std::to_string(major(m_rdev)) + ":" + std::to_string(minor(m_rdev)))
+    if (!numbers.empty() &&
+        numbers != std::to_string(major(m_rdev)) + ":" + std::to_string(minor(m_rdev)))
         return false;
     // The same numbers may now name another disk; its sequence number tells.
     if (m_diskseq != 0) {

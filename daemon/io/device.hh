@@ -30,9 +30,10 @@ class DeviceProbe {
 public:
     virtual ~DeviceProbe() = default;
     // 512-byte sectors written to the device by anyone since boot; nullopt when
-    // the kernel keeps no count (regular files).
-    virtual std::optional<uint64_t> written_sectors() const = 0;
-    // False once the device has gone away.
+    // the kernel keeps no count (regular files); an error when the count is kept
+    // but cannot be read now (a job that counts on it stops: docs/safety.md).
+    virtual Result<std::optional<uint64_t>> written_sectors() const = 0;
+    // False once the device has gone away (and only then: not when it cannot tell).
     virtual bool present() const = 0;
 };
 
@@ -54,7 +55,7 @@ public:
     // Regular files: their data extents (already allocated); empty for devices.
     Result<RangeSet> data_extents() const;
 
-    std::optional<uint64_t> written_sectors() const override;
+    Result<std::optional<uint64_t>> written_sectors() const override;
     bool present() const override;
 
 private:

@@ -3,6 +3,8 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 namespace prewarmd {
 
 Result<OpenWatch> OpenWatch::watch(const std::string& devnode) {
@@ -18,9 +20,15 @@ Result<OpenWatch> OpenWatch::watch(const std::string& devnode) {
 bool OpenWatch::seen() {
     alignas(inotify_event) char buffer[4096];
     bool any = false;
-    while (::read(m_inotify.get(), buffer, sizeof buffer) > 0)
-        any = true;
-    return any;
+    for (;;) {
+        const ssize_t n = ::read(m_inotify.get(), buffer, sizeof buffer);
+        if (n > 0) {
+            any = true;
+            continue;
+        }
+        // Drained (EAGAIN), or the events cannot be read: then one may have come.
+        return any || (n < 0 && errno != EAGAIN);
+    }
 }
 
 } // namespace prewarmd

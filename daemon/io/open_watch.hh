@@ -16,7 +16,9 @@ public:
     static Result<OpenWatch> watch(const std::string& devnode);
     // Readable when something was seen: a job's wake-up watches it.
     int fd() const { return m_inotify.get(); }
-    // Whether an open (or a close after writing) was seen since the last call.
+    // Whether an open (or a close after writing) was seen since the last call, or
+    // may have been: the events could not be read, or overflowed the queue (the
+    // kernel then queues IN_Q_OVERFLOW, itself an event).
     bool seen();
 
 private:

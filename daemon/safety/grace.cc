@@ -11,6 +11,15 @@
 #include "safety/system.hh"
 
 namespace prewarmd {
+namespace {
+
+// nullopt: the count cannot be read now, which the decision takes as "not quiet".
+std::optional<uint64_t> write_count(dev_t devnum) {
+    auto sectors = sectors_written(devnum);
+    return sectors ? std::optional<uint64_t>(*sectors) : std::nullopt;
+}
+
+} // namespace
 
 Result<AttachGrace> AttachGrace::create() {
     AttachGrace g;
@@ -26,8 +35,7 @@ Result<void> AttachGrace::watch(const std::string& key, const std::string& devno
     const int wd = ::inotify_add_watch(m_inotify.get(), devnode.c_str(), IN_OPEN | IN_CLOSE_WRITE);
     if (wd < 0)
         return errno_error("watch " + devnode);
-    auto& w = m_watched[wd] = {
-        key, devnode, devnum, wd, Clock::now(), until, sectors_written(devnum), {}};
+    auto& w = m_watched[wd] = {key, devnode, devnum, wd, Clock::now(), until, write_count(devnum), {}};
     // Whoever opened it between its attach and now counts too.
     check_openers(w);
     return {};
@@ -40,8 +48,7 @@ Result<void> AttachGrace::watch_until_quiet(const std::string& key, const std::s
     if (wd < 0)
         return errno_error("watch " + devnode);
     const auto now = Clock::now();
-    m_watched[wd] = {key, devnode, devnum, wd, now, now + quiet, sectors_written(devnum),
-                     {},  quiet};
+    m_watched[wd] = {key, devnode, devnum, wd, now, now + quiet, write_count(devnum), {}, quiet};
     return {};
 }
 
@@ -91,10 +98,11 @@ std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point no
         }
         if (w.quiet) {
             // Still held, or written meanwhile: not quiet yet.
-            const auto written = sectors_written(w.devnum);
+            // A count that cannot be read is not quiet either.
+            const auto written = write_count(w.devnum);
             const auto openers = find_openers({w.devnum});
             const bool held = !std::all_of(openers.begin(), openers.end(), is_udev_worker);
-            if (held || (written && w.sectors_written && *written != *w.sectors_written)) {
+            if (held || !written || !w.sectors_written || *written != *w.sectors_written) {
                 w.sectors_written = written;
                 w.until = now + *w.quiet;
                 ++it;
@@ -103,7 +111,13 @@ std::vector<AttachGrace::Outcome> AttachGrace::take_decided(Clock::time_point no
         }
         if (w.in_use.empty()) {
             const auto after = sectors_written(w.devnum);
-            if (after && w.sectors_written && *after > *w.sectors_written)
+            if (!after)
+                w.in_use = "its write count cannot be read (" + after.error().message + ")";
+            else if (!w.sectors_written)
+                w.in_use = "its write count could not be read when its grace began";
+            else if (*after < *w.sectors_written)
+                w.in_use = "its write count went back: not the disk its grace began on";
+            else if (*after > *w.sectors_written)
                 w.in_use = "written to by another process (" +
                            std::to_string((*after - *w.sectors_written) * 512) + " bytes)";
         }

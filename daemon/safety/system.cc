@@ -161,9 +161,16 @@ ProtectedDisks find_protected_disks(const std::vector<MountEntry>& mounts,
 std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
     std::vector<Opener> openers;
     const pid_t self = ::getpid();
+    // A scan that cannot be made is no answer: it counts as an opener nobody can
+    // see, so that every caller holds back as it would for one (docs/safety.md).
+    const auto cannot_scan = [&openers](const std::string& what) {
+        openers.push_back({0, "", true, errno_error(what).message});
+        return openers;
+    };
     DIR* proc = ::opendir("/proc");
     if (!proc)
-        return openers;
+        return cannot_scan("/proc");
+    errno = 0;
     while (const dirent* entry = ::readdir(proc)) {
         const std::string pid_text = entry->d_name;
         if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos)
@@ -174,12 +181,21 @@ std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
         const std::string fd_dir = "/proc/" + pid_text + "/fd";
         DIR* fds = ::opendir(fd_dir.c_str());
         if (!fds) {
-            // Gone meanwhile (ENOENT) is nothing; not allowed to look is not "not open".
-            if (errno == EACCES || errno == EPERM)
+            // Gone meanwhile is nothing; not allowed to look is not "not open"; out
+            // of descriptors or memory, nothing is known.
+            const int err = errno;
+            if (err == EACCES || err == EPERM)
                 openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm"), true});
+            else if (err != ENOENT && err != ESRCH) {
+                ::closedir(proc);
+                errno = err;
+                return cannot_scan(fd_dir);
+            }
+            errno = 0;
             continue;
         }
         bool holds = false;
+        errno = 0;
         while (const dirent* fd = ::readdir(fds)) {
             struct stat st {};
             if (fd->d_name[0] != '.' && ::fstatat(::dirfd(fds), fd->d_name, &st, 0) == 0 &&
@@ -187,16 +203,32 @@ std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
                 holds = true;
                 break;
             }
+            errno = 0;
         }
+        // A process that exits mid-listing ends its list with ENOENT or ESRCH.
+        const int listed = holds ? 0 : errno;
         ::closedir(fds);
         if (holds)
             openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm"), false});
+        else if (listed && listed != ENOENT && listed != ESRCH) {
+            ::closedir(proc);
+            errno = listed;
+            return cannot_scan(fd_dir);
+        }
+        errno = 0;
     }
+    const int listed = errno;
     ::closedir(proc);
+    if (listed) {
+        errno = listed;
+        return cannot_scan("/proc");
+    }
     return openers;
 }
 
 std::string Opener::text() const {
+    if (!unscanned.empty())
+        return "a process unknown (the scan for openers failed at " + unscanned + ")";
     return comm + " (pid " + std::to_string(pid) + ")" +
            (unseen ? ": its open files cannot be read" : "");
 }

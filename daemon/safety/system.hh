@@ -58,6 +58,9 @@ struct Opener {
     // Its open files could not be read (no CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH):
     // it may hold the disk, and for safety counts as if it did.
     bool unseen = false;
+    // Not a process: the scan itself failed here ("/proc: Too many open files"),
+    // and anyone may hold the disk.
+    std::string unscanned;
 
     std::string text() const; // "mkfs.ext4 (pid 812)", "... (pid 9): its open files unreadable"
 };

@@ -20,11 +20,16 @@
 class FakeDisk final : public prewarmd::DeviceProbe {
 public:
     explicit FakeDisk(std::vector<char> content) : data(std::move(content)) {}
-    std::optional<uint64_t> written_sectors() const override { return sectors_written; }
+    prewarmd::Result<std::optional<uint64_t>> written_sectors() const override {
+        if (count_unreadable)
+            return prewarmd::Error{-EMFILE, "stat: Too many open files"};
+        return std::optional<uint64_t>(sectors_written);
+    }
     bool present() const override { return is_present; }
 
     std::vector<char> data;
     uint64_t sectors_written = 0; // by anyone, as the kernel would count
+    bool count_unreadable = false; // the count cannot be read (EMFILE)
     bool is_present = true;
 };
 

@@ -291,6 +291,47 @@ TEST_CASE("a foreign write in the last second still shows at the end") {
     CHECK(h.job->run().status == JobStatus::stepped_aside);
 }
 
+TEST_CASE("a write count that cannot be read stops the job: a foreign write would go unseen") {
+    SUBCASE("at the start: nothing written") {
+        Harness h(std::vector<char>(8 * MiB, 0), {.chunk_bytes = MiB});
+        h.disk.count_unreadable = true;
+        h.make();
+        const auto result = h.job->run();
+        CHECK(result.status == JobStatus::stepped_aside);
+        CHECK(result.reason.find("write count cannot be read (stat: Too many open files)") !=
+              std::string::npos);
+        CHECK(total(h.io->writes) == 0);
+    }
+    SUBCASE("midway: no write after") {
+        Harness h(std::vector<char>(64 * MiB, 0),
+                  {.chunk_bytes = MiB, .queue_depth = 4, .rate_bytes_per_s = 32 * MiB});
+        h.make();
+        h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+            if (r.op == IoOp::read && r.offset == 4 * MiB)
+                h.disk.count_unreadable = true;
+            return std::nullopt;
+        };
+        const auto result = h.job->run();
+        CHECK(result.status == JobStatus::stepped_aside);
+        CHECK(result.reason.find("another writer would go unseen") != std::string::npos);
+        CHECK(total(h.io->writes) < 48 * MiB);
+    }
+    SUBCASE("a count that went back: not the disk it began on") {
+        Harness h(std::vector<char>(64 * MiB, 0),
+                  {.chunk_bytes = MiB, .queue_depth = 4, .rate_bytes_per_s = 32 * MiB});
+        h.disk.sectors_written = 1000;
+        h.make();
+        h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+            if (r.op == IoOp::read && r.offset == 4 * MiB)
+                h.disk.sectors_written = 0;
+            return std::nullopt;
+        };
+        const auto result = h.job->run();
+        CHECK(result.status == JobStatus::stepped_aside);
+        CHECK(result.reason.find("write count went back") != std::string::npos);
+    }
+}
+
 TEST_CASE("stop, then resume from the checkpoint: nothing unfinished is skipped") {
     TempDir dir;
     const auto before = disk_with_data(48 * MiB, {20 * MiB});

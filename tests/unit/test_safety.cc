@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -164,4 +165,29 @@ TEST_CASE("openers: another process holding a block device open is found") {
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
     ::close(own);
+}
+
+TEST_CASE("an openers scan that cannot be made counts as someone holding the disk") {
+    // Out of descriptors, as any local user can make a daemon by holding connections:
+    // the scan cannot open /proc, and must not conclude "nobody".
+    struct stat st {};
+    REQUIRE(::stat("/dev/null", &st) == 0);
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    std::vector<int> held;
+    rlimit tight = saved;
+    tight.rlim_cur = 64;
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+        held.push_back(fd);
+    const auto found = find_openers({st.st_rdev});
+    const auto who = someone_else(st.st_rdev);
+    for (const int fd : held)
+        ::close(fd);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].unseen);
+    CHECK(found[0].unscanned == "/proc: Too many open files");
+    CHECK_FALSE(is_udev_worker(found[0]));
+    CHECK(who == "a process unknown (the scan for openers failed at /proc: Too many open files)");
 }
