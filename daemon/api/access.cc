@@ -1,5 +1,6 @@
 #include "api/access.hh"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +22,65 @@ bool Privileged::includes(const Credentials& peer) const {
         return false;
     return peer.gid == *gid ||
            std::find(peer.groups.begin(), peer.groups.end(), *gid) != peer.groups.end();
+}
+
+namespace {
+
+bool same_name(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+} // namespace
+
+bool loopback_host_allowed(std::string_view host, std::string_view machine_name) {
+    if (host.empty())
+        return true;
+    std::string name;
+    if (host.front() == '[') { // [v6]:port
+        const auto close = host.find(']');
+        if (close == std::string_view::npos)
+            return false;
+        const auto rest = host.substr(close + 1);
+        if (!rest.empty() && rest.front() != ':')
+            return false;
+        name = std::string(host.substr(1, close - 1));
+        in6_addr v6{};
+        return ::inet_pton(AF_INET6, name.c_str(), &v6) == 1;
+    }
+    name = std::string(host.substr(0, host.find(':')));
+    if (const auto colon = host.find(':'); colon != std::string_view::npos) {
+        const auto port = host.substr(colon + 1);
+        if (port.empty() || port.size() > 5 ||
+            port.find_first_not_of("0123456789") != std::string_view::npos)
+            return false;
+    }
+    if (name.ends_with('.'))
+        name.pop_back();
+    in_addr v4{};
+    if (::inet_pton(AF_INET, name.c_str(), &v4) == 1)
+        return true;
+    constexpr std::string_view local = ".localhost";
+    if (same_name(name, "localhost") ||
+        (name.size() > local.size() &&
+         same_name(std::string_view(name).substr(name.size() - local.size()), local)))
+        return true;
+    return !machine_name.empty() && same_name(name, machine_name);
+}
+
+bool loopback_origin_allowed(std::string_view origin, std::string_view machine_name) {
+    const auto scheme = origin.find("://");
+    if (scheme == std::string_view::npos)
+        return false;
+    const auto kind = origin.substr(0, scheme);
+    if (!same_name(kind, "http") && !same_name(kind, "https"))
+        return false;
+    const auto host = origin.substr(scheme + 3);
+    if (host.empty() || host.find('/') != std::string_view::npos)
+        return false;
+    return loopback_host_allowed(host, machine_name);
 }
 
 AccessDecision decide_access(const AccessRequest& request, const Privileged& privileged,

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.hh"
@@ -62,6 +63,15 @@ AccessDecision decide_access(const AccessRequest& request, const Privileged& pri
 // Several when that pid made several connections; a change is allowed only if all
 // of them may (cpp-httplib tells a request's peer pid, not its socket).
 std::vector<Credentials> unix_peers(const std::string& socket_path, pid_t pid);
+
+// Whether a loopback request's Host, or its Origin, names this machine: an IP
+// address, localhost (or NAME.localhost), or `machine_name` (gethostname), with
+// any port. Any other name could be a DNS name pointed at 127.0.0.1 by whoever
+// owns it, which lets a page in a browser on the VM read what loopback serves
+// to anyone (DNS rebinding); a missing Host (HTTP/1.0) is no browser's. Origin:
+// scheme://host[:port]; "null" and anything else is refused.
+bool loopback_host_allowed(std::string_view host, std::string_view machine_name);
+bool loopback_origin_allowed(std::string_view origin, std::string_view machine_name);
 
 // Refused changes are logged once per peer and minute.
 class RefusalLog {

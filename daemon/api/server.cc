@@ -123,12 +123,18 @@ struct Listener {
 
 struct ApiServer::Impl {
     Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate)
-        : router(r), events(e), log(std::move(l)), limiter(rate) {}
+        : router(r), events(e), log(std::move(l)), limiter(rate), machine_name(host_name()) {}
+
+    static std::string host_name() {
+        char name[256] = {};
+        return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+    }
 
     ApiRouter& router;
     EventBus& events;
     Log log;
     RateLimiter limiter;
+    const std::string machine_name; // a Host that loopback requests may name
     mutable std::mutex token_mutex; // a reload replaces the token and the group
     std::string token_file;
     TokenDigest token{};
@@ -246,6 +252,19 @@ struct ApiServer::Impl {
         if (req.get_header_value_count("Authorization") > 1)
             return refuse(problem(400, "authorization", "Bad Authorization",
                                   "one Authorization header only"));
+        if (l.way == WayIn::loopback) {
+            const auto hosts = req.get_header_value_count("Host");
+            const auto host = req.get_header_value("Host");
+            if (hosts > 1 || !loopback_host_allowed(host, machine_name))
+                return refuse(problem(421, "misdirected", "Host not served",
+                                      "Host " + host.substr(0, 100) +
+                                          " names no address of this machine: over loopback, "
+                                          "name localhost, an IP address or " + machine_name));
+            if (req.has_header("Origin") &&
+                !loopback_origin_allowed(req.get_header_value("Origin"), machine_name))
+                return refuse(problem(403, "cross-origin", "Origin not served",
+                                      "a page from another origin may not use this API"));
+        }
         // The socket's own peer: for the unix socket, the pid (cpp-httplib puts it in
         // remote_port); a header is never trusted for this.
         const auto client = l.way == WayIn::unix_socket ? "pid:" + std::to_string(req.remote_port)

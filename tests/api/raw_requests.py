@@ -55,8 +55,8 @@ def exchange(port, raw):
         s.close()
 
 
-def request(method, path, headers=(), body=b"", token=None):
-    lines = [f"{method} {path} HTTP/1.1", f"Host: {HOST}"]
+def request(method, path, headers=(), body=b"", token=None, host=HOST):
+    lines = [f"{method} {path} HTTP/1.1"] + ([f"Host: {host}"] if host is not None else [])
     if token:
         lines.append(f"Authorization: Bearer {token}")
     lines += list(headers)
@@ -135,6 +135,23 @@ def main(port, token):
     c.status(exchange(port, request("GET", "/v1/disks/" + "a" * 600)), 404, "an id over 512 characters")
     r = exchange(port, request("BREW", "/v1/disks"))
     c.check(r is not None and r[0] in (400, 405, 501), "an unknown method", r and r[0])
+
+    # DNS rebinding: a name someone else resolves to 127.0.0.1 is not this daemon's,
+    # nor is a page from another origin; this machine's own names are.
+    c.status(exchange(port, request("GET", "/v1/disks", host=f"evil.example:{port}")), 421,
+             "a Host of another name refused")
+    c.status(exchange(port, request("GET", "/v1/disks", host="127.0.0.1.evil.example")), 421,
+             "a Host that only starts like an address refused")
+    c.status(exchange(port, request("GET", "/v1/disks", [f"Host: localhost:{port}"])), 421,
+             "two Host headers refused")
+    for host in (f"localhost:{port}", f"[::1]:{port}", f"127.0.0.1:{port}", f"{socket.gethostname()}:{port}"):
+        c.status(exchange(port, request("GET", "/v1/disks", host=host)), 200, f"Host {host} served")
+    c.status(exchange(port, request("GET", "/v1/disks", host=None)), 200, "no Host (HTTP/1.0 style) served")
+    c.status(exchange(port, request("GET", "/v1/disks", ["Origin: http://evil.example"])), 403,
+             "an Origin of another site refused")
+    c.status(exchange(port, request("GET", "/v1/disks", ["Origin: null"])), 403, "Origin null refused")
+    c.status(exchange(port, request("GET", "/v1/disks", [f"Origin: http://127.0.0.1:{port}"])), 200,
+             "an Origin of this address served")
 
     # The token: mutating requests need it; a wrong one or a second header is refused.
     r = c.status(exchange(port, request("PATCH", "/v1/settings", [length, json_type], patch)), 401,
