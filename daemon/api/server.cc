@@ -137,7 +137,7 @@ struct ApiServer::Impl {
     const std::string machine_name; // a Host that loopback requests may name
     mutable std::mutex token_mutex; // a reload replaces the token and the group
     std::string token_file;
-    TokenDigest token{};
+    std::optional<TokenDigest> token; // none: a reload found no good token, and none works
     Privileged privileged;
     RefusalLog refusals;
     unsigned max_connections = 16;
@@ -159,8 +159,13 @@ struct ApiServer::Impl {
                                " (readable by root only)");
         }
         auto digest = load_token(path);
-        if (!digest)
+        if (!digest) {
+            // A rotation that failed must not leave the old token working: whoever
+            // rotated it meant it out.
+            std::lock_guard lock(token_mutex);
+            token.reset();
             return digest.error();
+        }
         Privileged group;
         if (!config.api_socket_group.empty()) {
             if (const struct group* g = ::getgrnam(config.api_socket_group.c_str())) {
@@ -191,9 +196,10 @@ struct ApiServer::Impl {
         {
             std::lock_guard lock(token_mutex);
             if (req.has_header("Authorization"))
-                request.token = bearer_matches(req.get_header_value("Authorization"), token)
-                                    ? TokenGiven::valid
-                                    : TokenGiven::wrong;
+                request.token =
+                    token && bearer_matches(req.get_header_value("Authorization"), *token)
+                        ? TokenGiven::valid
+                        : TokenGiven::wrong;
             group = privileged;
             file = token_file;
         }

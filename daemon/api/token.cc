@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -88,12 +89,25 @@ Result<TokenDigest> load_token(const std::string& path) {
     const auto bad = [&](const std::string& why) {
         return Error{-EINVAL, "[api] token_file " + path + ": " + why};
     };
+    // Its directory too: whoever may replace the file chooses the token.
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    struct stat dir_st {};
+    if (::stat(dir.c_str(), &dir_st) < 0)
+        return bad(dir + ": " + std::strerror(errno));
+    if ((dir_st.st_uid != 0 && dir_st.st_uid != ::geteuid()) ||
+        ((dir_st.st_mode & 022) && !(dir_st.st_mode & S_ISVTX)))
+        return bad("its directory " + dir + " may be written by others than root: the file "
+                   "could be replaced");
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd)
         return bad(std::strerror(errno));
     struct stat st {};
     if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
         return bad("not a regular file");
+    if (st.st_uid != ::geteuid())
+        return bad("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+                   std::to_string(::geteuid()) + " (this daemon): chown it");
     if (st.st_mode & 077)
         return bad("readable by others than its owner: chmod 600 it");
     char buffer[4097];

@@ -481,7 +481,8 @@ void Service::reload() {
     // The token is read again whether or not the file's name changed: a rotation.
     if (m_api)
         if (auto access = m_api->reload_access(m_config); !access)
-            log_error("reload: " + access.error().message + "; keeping the token in force");
+            log_error("reload: " + access.error().message +
+                      "; no token works until the file is fixed and the daemon reloaded");
     settings_changed();
     sd_notify(0, "READY=1");
     notify_status();

@@ -130,4 +130,22 @@ check_eq "$(stat -c %a "$token_file" 2>&1)" 600 "a token made again on the reloa
 expect 401 root tcp PATCH /v1/settings -H "Authorization: Bearer $new"
 expect 200 root tcp PATCH /v1/settings -H "Authorization: Bearer $(cat "$token_file")"
 
+# A rotation that fails (the new file readable by all) leaves no token working,
+# the old one included; the log says so. Fixed and reloaded, the new one works.
+old=$(cat "$token_file")
+new=$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')
+printf '%s\n' "$new" >"$token_file.new" && chmod 644 "$token_file.new" && mv "$token_file.new" "$token_file"
+kill -HUP "$DAEMON_PID"
+wait_for_log "reload: .*chmod 600 it; no token works until the file is fixed"
+expect 401 root tcp PATCH /v1/settings -H "Authorization: Bearer $old"
+expect 401 root tcp PATCH /v1/settings -H "Authorization: Bearer $new"
+chmod 600 "$token_file"
+kill -HUP "$DAEMON_PID"
+for _ in $(seq 50); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H "Authorization: Bearer $new" "$API/v1/settings") == 200 ]] &&
+        break
+    sleep 0.1
+done
+expect 200 root tcp PATCH /v1/settings -H "Authorization: Bearer $new"
+
 stop_daemon

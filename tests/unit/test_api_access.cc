@@ -133,6 +133,22 @@ TEST_CASE("token: made once, 0600, loaded, matched in full only") {
     const auto loose = load_token(path);
     REQUIRE_FALSE(loose.ok());
     CHECK(loose.error().message.find("chmod 600") != std::string::npos);
+
+    // Another's file, or one in a directory others may write, could hold anyone's token.
+    ::chmod(path.c_str(), 0600);
+    REQUIRE(::chown(path.c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+    const auto foreign = load_token(path);
+    REQUIRE_FALSE(foreign.ok());
+    CHECK(foreign.error().message.find("owned by uid 65534") != std::string::npos);
+    REQUIRE(::chown(path.c_str(), ::geteuid(), static_cast<gid_t>(-1)) == 0);
+    const auto folder = path.substr(0, path.rfind('/'));
+    ::chmod(folder.c_str(), 0777);
+    const auto open_dir = load_token(path);
+    ::chmod(folder.c_str(), 01777); // sticky: others cannot replace the file
+    CHECK(load_token(path).ok());
+    ::chmod(folder.c_str(), 0700);
+    REQUIRE_FALSE(open_dir.ok());
+    CHECK(open_dir.error().message.find("could be replaced") != std::string::npos);
 }
 
 TEST_CASE("refusals: logged once a minute per peer") {
