@@ -5,8 +5,11 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 #include "base/sysfs.hh"
 
@@ -27,10 +30,25 @@ dev_t devnum(const std::string& majmin) {
                    static_cast<unsigned>(number(majmin.substr(colon + 1))));
 }
 
-// Holds flock(LOCK_EX) for as long as it lives (systemd's block device locking).
+// Holds flock(LOCK_EX) for as long as it lives (systemd's block device locking),
+// if it can be had within 200 ms: never waited for (the caller is the event loop,
+// and a tool such as systemd-repart holds the lock while it writes the disk).
 class BlockLock {
 public:
-    explicit BlockLock(int fd) : m_fd(fd), m_locked(::flock(fd, LOCK_EX) == 0) {}
+    explicit BlockLock(int fd) : m_fd(fd) {
+        for (int tries = 0; tries < 20; ++tries) {
+            if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                m_locked = true;
+                return;
+            }
+            m_error = errno;
+            if (m_error != EWOULDBLOCK)
+                return;
+            ::usleep(10'000);
+        }
+    }
+    bool locked() const { return m_locked; }
+    int error() const { return m_error; } // EWOULDBLOCK: held by another
     ~BlockLock() {
         if (m_locked)
             ::flock(m_fd, LOCK_UN);
@@ -40,7 +58,8 @@ public:
 
 private:
     int m_fd;
-    bool m_locked;
+    bool m_locked = false;
+    int m_error = 0;
 };
 
 } // namespace
@@ -125,6 +144,18 @@ Classification classify(const DiskInfo& disk, int fd, const SystemView& system) 
 
     {
         BlockLock lock(fd);
+        if (!lock.locked()) {
+            // Someone writing it holds the lock (udev's own probe takes 10s of ms):
+            // its signatures may be half-written. In use now; judged again when it
+            // changes (the writer's close sends a change event).
+            why.push_back("its block device lock is held by another program (" +
+                          std::string(lock.error() == EWOULDBLOCK ? "for 200 ms"
+                                                                   : std::strerror(lock.error())) +
+                          "): being written, maybe");
+            c.verdict = Verdict::refused;
+            c.locked = lock.error() == EWOULDBLOCK;
+            return c;
+        }
         auto signatures =
             probe_signatures(fd, f.size_bytes, f.logical_block_bytes ? f.logical_block_bytes : 512);
         if (!signatures) {

@@ -31,6 +31,9 @@ struct DiskFacts {
 
 struct Classification {
     Verdict verdict = Verdict::refused;
+    // Refused for now only: another program holds the disk's lock (it writes it, as
+    // systemd-repart does). Judged again once the disk is quiet.
+    bool locked = false;
     std::vector<std::string> reasons;
     DiskFacts facts;
 

@@ -287,7 +287,12 @@ void Scheduler::job_ended(Entry& e) {
 // Someone else is at the disk: the job has let go of it, and the disk waits until
 // it has been quiet for the grace (no open, no write), to be judged again then.
 void Scheduler::step_aside(Entry& e) {
-    enter_waiting(e, "stepped aside: " + e.last.reason + "; goes on once the disk is quiet for " +
+    wait_until_quiet(e, "stepped aside: " + e.last.reason + "; goes on");
+}
+
+// Judged again once the disk has been quiet for the attach grace.
+void Scheduler::wait_until_quiet(Entry& e, const std::string& why) {
+    enter_waiting(e, why + " once the disk is quiet for " +
                          std::to_string(m_config.attach_grace.count() / 1000) + " s");
     e.grace_watched = true;
     e.quiet_watched = true;
@@ -369,6 +374,10 @@ void Scheduler::decide(Entry& e) {
         enter_skipped(e, "not considered: " + e.match.reason);
         return;
     }
+    if (e.look.locked) {
+        wait_until_quiet(e, e.look.reasons_text() + "; judged");
+        return;
+    }
     switch (e.look.verdict) {
     case Verdict::refused:
         enter_skipped(e, "refused: " + e.look.reasons_text());
@@ -405,6 +414,10 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
         // formatted meanwhile is theirs (its filesystem is warmed once mounted).
         log(false, *e, why);
         e->look = m_host.look(e->disk);
+        if (e->look.locked) {
+            wait_until_quiet(*e, e->look.reasons_text() + "; judged");
+            return;
+        }
         if (e->look.verdict == Verdict::refused ||
             (e->look.verdict == Verdict::needs_request && !e->requested)) {
             enter_skipped(*e, std::string(e->look.verdict == Verdict::refused

@@ -52,13 +52,9 @@ Result<ProbeFigures> LoopBackend::probe(const std::string& id) {
         return ticket->error();
     // Here, on the HTTP worker's thread: the loop goes on meanwhile.
     auto figures = probe_disk((*ticket)->disk, (*ticket)->before);
-    // Runs even if this wait gives up: the disk is never left marked as probed.
-    m_dispatcher.call(
-        [this, id, figures] {
-            m_scheduler.end_probe(id, figures);
-            return true;
-        },
-        api_timeout);
+    // Posted, not called: it runs whenever the loop can, and the disk is never left
+    // marked as probed.
+    m_dispatcher.post([this, id, figures] { m_scheduler.end_probe(id, figures); });
     return figures;
 }
 

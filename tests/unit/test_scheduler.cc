@@ -67,6 +67,11 @@ public:
     Classification look(const DiskInfo& disk) override {
         ++looks[disk.name];
         Classification c;
+        if (locked.count(disk.name)) {
+            c.locked = true;
+            c.reasons.push_back("its block device lock is held by another program");
+            return c;
+        }
         c.verdict = verdicts.count(disk.name) ? verdicts[disk.name] : Verdict::eligible;
         c.reasons.push_back(c.verdict == Verdict::eligible ? "blank" : "has ext4 filesystem");
         return c;
@@ -88,6 +93,7 @@ public:
         return std::unique_ptr<RunningJob>(std::move(job));
     }
     std::map<std::string, Verdict> verdicts;
+    std::set<std::string> locked; // another program holds the disk's lock
     std::map<std::string, std::vector<Result<FilesystemTarget>>> mounted;
     std::map<std::string, int> looks; // opens of the disk to classify it
     std::set<std::string> refuse_start;
@@ -116,6 +122,7 @@ struct Harness {
         Scheduler::Hooks hooks;
         hooks.watch_grace = [this](const std::string& id, const DiskInfo&) { grace.insert(id); };
         hooks.forget_grace = [this](const std::string& id) { grace.erase(id); };
+        hooks.watch_quiet = [this](const std::string& id, const DiskInfo&) { grace.insert(id); };
         hooks.wake = [] {};
         hooks.log = [this](bool, const std::string& line) { log.push_back(line); };
         scheduler.emplace(config, *state, host, std::move(hooks));
@@ -238,6 +245,23 @@ TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with t
     CHECK(h.state_of(busy) == DiskState::skipped);
     CHECK(h.reason_of(busy) == "in use during the attach grace: opened by mkfs.ext4 (pid 812)");
     CHECK(h.host.jobs.empty());
+}
+
+TEST_CASE("a disk whose lock another program holds is judged again once quiet, never skipped") {
+    Harness h;
+    const auto xvdb = xen_disk("xvdb", 51728);
+    h.host.locked.insert("xvdb");
+    h.scheduler->on_attached(xvdb);
+    CHECK(h.state_of(xvdb) == DiskState::waiting);
+    CHECK(h.reason_of(xvdb).find("lock is held by another program; judged once the disk is quiet") !=
+          std::string::npos);
+    CHECK(h.grace.count(disk_identity(xvdb)));
+    h.quiet(xvdb); // still held: waits again
+    CHECK(h.state_of(xvdb) == DiskState::waiting);
+    CHECK(h.host.jobs.empty());
+    h.host.locked.erase("xvdb");
+    h.quiet(xvdb);
+    CHECK(h.host.jobs.count("xvdb"));
 }
 
 TEST_CASE("a disk left to its users is warmed through its filesystem once mounted") {
