@@ -52,6 +52,9 @@ Reaper start_reaper(const std::string& root, dev_t device, ino_t inode) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, read_end.get(), 0);
+    // Nothing else of ours: descriptors opened without O_CLOEXEC (the API's client
+    // sockets, by cpp-httplib 0.11.4's accept) would stay open as long as it lives.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     posix_spawn_file_actions_addchdir_np(&actions, "/");
     const std::string dev = std::to_string(device), ino = std::to_string(inode);
     const char* argv[] = {"prewarmd",  reap_command, root.c_str(),

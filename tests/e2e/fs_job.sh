@@ -137,10 +137,15 @@ for fs in ext4 xfs; do
     # SIGKILL mid-job: the process that waits for the job's end removes the claim.
     claim=$mnt/.prewarmd-claim
     before=$(settled_avail "$mnt")
-    "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >/dev/null 2>&1 &
+    # Its descriptor 7, inherited without O_CLOEXEC (as the daemon's client
+    # sockets are), must not live on in that process.
+    "$prewarmd" prefill --reserve 10% --rate 32MiB/s "$mnt" >/dev/null 2>&1 7>"$TEST_DIR/inherited" &
     job=$!
     on_cleanup "kill -KILL $job 2>/dev/null; wait $job 2>/dev/null; true"
     wait_for_claim "$mnt" "$before"
+    reaper=$(pgrep -P "$job" -f __reap-claim) || fail "$fs: no process waits to remove the claim"
+    check_eq "$(find "/proc/$reaper/fd" -mindepth 1 -printf '%f\n' | sort -n | tr '\n' ' ')" "0 1 2 " \
+        "$fs: the descriptors of the process that removes the claim"
     kill -KILL "$job"
     wait "$job" 2>/dev/null || true
     for _ in $(seq 50); do [[ -e $claim ]] || break; sleep 0.1; done
