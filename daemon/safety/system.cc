@@ -164,7 +164,7 @@ std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
     // A scan that cannot be made is no answer: it counts as an opener nobody can
     // see, so that every caller holds back as it would for one (docs/safety.md).
     const auto cannot_scan = [&openers](const std::string& what) {
-        openers.push_back({0, "", true, errno_error(what).message});
+        openers.push_back({0, "", true, errno_error(what).message, "", static_cast<uid_t>(-1)});
         return openers;
     };
     DIR* proc = ::opendir("/proc");
@@ -208,8 +208,15 @@ std::vector<Opener> find_openers(const std::set<dev_t>& devices) {
         // A process that exits mid-listing ends its list with ENOENT or ESRCH.
         const int listed = holds ? 0 : errno;
         ::closedir(fds);
-        if (holds)
-            openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm"), false});
+        if (holds) {
+            std::error_code ec;
+            const auto exe = std::filesystem::read_symlink("/proc/" + pid_text + "/exe", ec);
+            struct stat owner {};
+            const bool known = ::stat(("/proc/" + pid_text).c_str(), &owner) == 0;
+            openers.push_back({pid, read_first_line("/proc/" + pid_text + "/comm"), false, "",
+                               ec ? std::string() : exe.string(),
+                               known ? owner.st_uid : static_cast<uid_t>(-1)});
+        }
         else if (listed && listed != ENOENT && listed != ESRCH) {
             ::closedir(proc);
             errno = listed;
@@ -234,7 +241,10 @@ std::string Opener::text() const {
 }
 
 bool is_udev_worker(const Opener& opener) {
-    return opener.comm == "systemd-udevd" || opener.comm == "(udev-worker)";
+    if (opener.comm != "systemd-udevd" && opener.comm != "(udev-worker)")
+        return false;
+    const auto program = std::filesystem::path(opener.exe).filename();
+    return opener.uid == 0 && (program == "systemd-udevd" || program == "udevadm");
 }
 
 std::string someone_else(dev_t disk) {

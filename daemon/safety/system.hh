@@ -61,13 +61,18 @@ struct Opener {
     // Not a process: the scan itself failed here ("/proc: Too many open files"),
     // and anyone may hold the disk.
     std::string unscanned;
+    // What it runs and as whom: a name (comm) is any process's to set.
+    std::string exe; // /proc/PID/exe, resolved
+    uid_t uid = static_cast<uid_t>(-1);
 
     std::string text() const; // "mkfs.ext4 (pid 812)", "... (pid 9): its open files unreadable"
 };
 // Processes other than this one holding any of `devices` open (from /proc/*/fd),
 // and those whose open files cannot be read.
 std::vector<Opener> find_openers(const std::set<dev_t>& devices);
-// udev's own workers, which open a disk to probe it.
+// udev's own workers, which open a disk to probe it: by their name, and by what
+// they run (udevd's own program: systemd-udevd, or udevadm, which it links to on
+// Debian) as root; a process that only calls itself "(udev-worker)" is not one.
 bool is_udev_worker(const Opener& opener);
 // Who besides this process has `disk` open, but for udev's workers: "mkfs.ext4
 // (pid 812)", or "" for nobody.

@@ -161,9 +161,44 @@ TEST_CASE("openers: another process holding a block device open is found") {
     CHECK(std::none_of(found.begin(), found.end(),
                        [](const Opener& o) { return o.pid == ::getpid(); }));
     CHECK_FALSE(is_udev_worker({child, "sleep"}));
-    CHECK(is_udev_worker({1, "(udev-worker)"}));
+
+    // udev's name alone does not make a worker: what it runs, as root, does.
+    Opener worker{1, "(udev-worker)"};
+    worker.exe = "/usr/bin/udevadm";
+    worker.uid = 0;
+    CHECK(is_udev_worker(worker));
+    worker.uid = 65534;
+    CHECK_FALSE(is_udev_worker(worker));
+    worker.uid = 0;
+    worker.exe = "/usr/bin/python3.11";
+    CHECK_FALSE(is_udev_worker(worker));
+
+    // A process that names itself so, holding the device: found, and not exempt.
+    posix_spawn_file_actions_t as_worker;
+    posix_spawn_file_actions_init(&as_worker);
+    posix_spawn_file_actions_addopen(&as_worker, 0, node.c_str(), O_RDONLY, 0);
+    char py0[] = "python3", py1[] = "-c",
+         py2[] = "open('/proc/self/comm', 'w').write('(udev-worker)'); import time; time.sleep(30)";
+    char* py_argv[] = {py0, py1, py2, nullptr};
+    pid_t pretender = 0;
+    REQUIRE(::posix_spawnp(&pretender, "python3", &as_worker, nullptr, py_argv, environ) == 0);
+    posix_spawn_file_actions_destroy(&as_worker);
+    const auto named = [&](const Opener& o) { return o.pid == pretender && o.comm == "(udev-worker)"; };
+    for (int i = 0; i < 300; ++i) {
+        found = find_openers({st.st_rdev});
+        if (std::any_of(found.begin(), found.end(), named))
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const auto it = std::find_if(found.begin(), found.end(), named);
+    REQUIRE(it != found.end());
+    CHECK_FALSE(is_udev_worker(*it));
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
+    CHECK(someone_else(st.st_rdev).find("(udev-worker) (pid " + std::to_string(pretender)) !=
+          std::string::npos);
+    ::kill(pretender, SIGKILL);
+    ::waitpid(pretender, nullptr, 0);
     ::close(own);
 }
 
