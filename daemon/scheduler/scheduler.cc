@@ -359,10 +359,26 @@ void Scheduler::decide(Entry& e) {
         case DiskState::queued:
         case DiskState::detached:
         case DiskState::waiting:
-            // Its job did not finish: it goes on, with no grace (the disk is ours).
+            // Its job did not finish. What came back may be another volume in the
+            // same slot, or someone's since: judged afresh, and the job goes on
+            // only after the attach grace, as for a disk never seen (docs/safety.md).
             if (e.match.matched || e.requested) {
-                log(false, e, "attached; resuming its job");
-                enter_ready(e);
+                if (e.look.locked) {
+                    wait_until_quiet(e, e.look.reasons_text() + "; judged");
+                    return;
+                }
+                if (e.look.verdict == Verdict::refused ||
+                    (e.look.verdict == Verdict::needs_request && !e.requested)) {
+                    enter_skipped(e, std::string(e.look.verdict == Verdict::refused
+                                                     ? "attached again, refused: "
+                                                     : "attached again, holds data now, "
+                                                       "warmed only when asked: ") +
+                                         e.look.reasons_text());
+                    take_up_filesystem(e);
+                    return;
+                }
+                log(false, e, "attached; its job goes on after the attach grace");
+                enter_grace(e);
                 return;
             }
             break;
@@ -394,6 +410,10 @@ void Scheduler::decide(Entry& e) {
         enter_discovered(e, "auto_prefill is never: warmed when asked");
         return;
     }
+    enter_grace(e);
+}
+
+void Scheduler::enter_grace(Entry& e) {
     enter_waiting(e, "attach grace: watching " +
                          std::to_string(m_config.attach_grace.count() / 1000) +
                          " s for other users");

@@ -176,6 +176,7 @@ private:
     void stop_job(Entry& entry, Stopping stopping);
     void step_aside(Entry& entry);
     void wait_until_quiet(Entry& entry, const std::string& why);
+    void enter_grace(Entry& entry);
     bool take_up_filesystem(Entry& entry);
     bool zeros_unproven(const Entry& entry) const;
     void job_ended(Entry& entry);

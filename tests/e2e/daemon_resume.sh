@@ -25,7 +25,7 @@ check_ge "$done_at_kill" 1 "blocks allocated before SIGKILL"
 check_eq "$(record_of slow state)" running "the record after SIGKILL"
 
 start_daemon "$config"
-wait_for_log "$(disk_pattern slow): attached; resuming its job"
+wait_for_log "$(disk_pattern slow): attached; its job goes on after the attach grace"
 wait_for_log "resuming from .*_mnt_slow-.*ckpt: [0-9.]+ MiB of 512.0 MiB done already"
 sleep 1.5
 
@@ -41,7 +41,7 @@ check_eq "$(record_of slow state)" running "the record after SIGTERM"
 start_daemon "$config
 [rates]
 \"$(sim_rule)\" = \"unlimited\""
-wait_for_log "$(disk_pattern slow): attached; resuming its job"
+wait_for_log "$(disk_pattern slow): attached; its job goes on after the attach grace"
 wait_for_log "$(disk_pattern slow): running -> done" 60
 check_eq "$(stat_of slow blocks_allocated)" "$(stat_of slow blocks_total)" "every block allocated in the end"
 

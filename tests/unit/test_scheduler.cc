@@ -458,9 +458,34 @@ TEST_CASE("a disk detached mid-run is detached, and resumes when it returns") {
     CHECK(h.state_of(d) == DiskState::detached);
     CHECK_FALSE(h.scheduler->disk(disk_identity(d))->attached);
     h.host.jobs.clear();
-    h.scheduler->on_attached(d); // the same disk, back: no grace, it resumes
+    h.scheduler->on_attached(d); // back: judged afresh, and the grace first
+    CHECK(h.state_of(d) == DiskState::waiting);
+    CHECK(h.host.jobs.empty());
+    h.quiet(d);
     CHECK(h.state_of(d) == DiskState::running);
     CHECK(h.host.jobs.count("xvdb"));
+}
+
+TEST_CASE("what comes back in a detached disk's place is judged afresh: its job is not inherited") {
+    Harness h;
+    const auto d = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(d);
+    h.quiet(d);
+    h.scheduler->on_detached(d);
+    h.scheduler->reap();
+    h.host.jobs.clear();
+    SUBCASE("a volume holding a filesystem now") {
+        h.host.verdicts["xvdb"] = Verdict::needs_request;
+        h.scheduler->on_attached(d);
+        CHECK(h.state_of(d) == DiskState::skipped);
+        CHECK(h.reason_of(d).find("attached again, holds data now") != std::string::npos);
+    }
+    SUBCASE("a volume that cloud-init formats during the grace") {
+        h.scheduler->on_attached(d);
+        h.scheduler->on_grace(disk_identity(d), true, "opened by mkfs.ext4 (pid 812)");
+        CHECK(h.state_of(d) == DiskState::skipped);
+    }
+    CHECK(h.host.jobs.empty());
 }
 
 TEST_CASE("after a restart: running jobs resume, done disks stay done, user stops stay") {
@@ -481,7 +506,9 @@ TEST_CASE("after a restart: running jobs resume, done disks stay done, user stop
     h.make(); // the daemon starts again on the same state directory
     for (const auto& [name, d] : disks)
         h.scheduler->on_attached(d);
-    CHECK(h.state_of(disks["xvdb"]) == DiskState::running); // resumed, no grace
+    CHECK(h.state_of(disks["xvdb"]) == DiskState::waiting); // the grace first
+    h.quiet(disks["xvdb"]);
+    CHECK(h.state_of(disks["xvdb"]) == DiskState::running);
     CHECK(h.host.jobs.count("xvdb"));
     CHECK(h.state_of(disks["xvdc"]) == DiskState::done);
     CHECK(h.state_of(disks["xvdd"]) == DiskState::paused);
