@@ -396,8 +396,12 @@ void PrefillJob::obey(const JobCommand& command, Clock::time_point now) {
 
 void PrefillJob::issue(Clock::time_point now) {
     for (auto& slot : m_slots)
-        if (slot.stage == Slot::Stage::waiting && slot.retry_at <= now)
-            submit(slot, slot.op, now);
+        if (slot.stage == Slot::Stage::waiting && slot.retry_at <= now) {
+            if (slot.op == IoOp::write)
+                write_if_alone(slot, now);
+            else
+                submit(slot, slot.op, now);
+        }
 
     for (auto& slot : m_slots) {
         if (slot.stage != Slot::Stage::idle)
@@ -527,6 +531,11 @@ void PrefillJob::read_done(Slot& slot, Clock::time_point now) {
 void PrefillJob::start_write(Slot& slot, const Extent& run, Clock::time_point now) {
     slot.io = run;
     slot.transferred = 0;
+    write_if_alone(slot, now);
+}
+
+// Every write that goes out, first or retried, goes past the same look.
+void PrefillJob::write_if_alone(Slot& slot, Clock::time_point now) {
     if (m_phase == Phase::checking)
         slot.stage = Slot::Stage::parked;
     else if (others_arrived())
@@ -644,12 +653,8 @@ void PrefillJob::finish_write_check(Clock::time_point now) {
         return; // it found a foreign write: ending
     set_phase(Phase::running);
     for (auto& slot : m_slots)
-        if (slot.stage == Slot::Stage::parked) {
-            if (others_arrived())
-                visit_again(slot);
-            else
-                submit(slot, IoOp::write, now);
-        }
+        if (slot.stage == Slot::Stage::parked)
+            write_if_alone(slot, now);
 }
 
 void PrefillJob::io_error(Slot& slot, int err, Clock::time_point now) {

@@ -130,6 +130,7 @@ private:
     void complete(Slot& slot, int64_t result, Clock::time_point now);
     void read_done(Slot& slot, Clock::time_point now);
     void start_write(Slot& slot, const Extent& run, Clock::time_point now);
+    void write_if_alone(Slot& slot, Clock::time_point now);
     void io_error(Slot& slot, int err, Clock::time_point now);
     void finish_chunk(Slot& slot, Clock::time_point now);
     void release_buffer(Slot& slot);

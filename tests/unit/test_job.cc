@@ -202,6 +202,24 @@ TEST_CASE("EIO is retried with backoff, then fails naming the offset") {
     }
 }
 
+TEST_CASE("a write retried after EIO looks for others first, as a first write does") {
+    // The last chunk, one at a time: its retry is the next write the job makes.
+    Harness h(std::vector<char>(8 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 1});
+    h.make();
+    int attempts = 0;
+    h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+        if (r.op == IoOp::write && r.offset == 7 * MiB && attempts++ == 0) {
+            h.disk.sectors_written += 64 * MiB / 512; // someone wrote while ours failed
+            return -EIO;
+        }
+        return std::nullopt;
+    };
+    const auto result = h.job->run();
+    CHECK(result.status == JobStatus::stepped_aside);
+    CHECK(result.reason.find("another writer wrote") != std::string::npos);
+    CHECK(attempts == 1); // the retry never went out
+}
+
 TEST_CASE("ENOSPC pauses the job; resumed, it finishes") {
     Harness h(std::vector<char>(8 * MiB, 0), {.chunk_bytes = MiB});
     h.make();
