@@ -256,7 +256,7 @@ void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero
     if (r >= 0.8) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = figures + ": zero writes reach storage";
-    } else if (r > 0 && r < 0.6) {
+    } else if (r > 0 && r < 0.75) {
         probe.zero_writes = ZeroWrites::discarded;
         probe.zero_writes_note = figures + ": this backend discards zero writes";
     } else {
