@@ -91,13 +91,16 @@ Result<TokenDigest> load_token(const std::string& path) {
     };
     // Its directory too: whoever may replace the file chooses the token.
     const auto slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path.substr(0, slash);
     struct stat dir_st {};
     if (::stat(dir.c_str(), &dir_st) < 0)
         return bad(dir + ": " + std::strerror(errno));
     if ((dir_st.st_uid != 0 && dir_st.st_uid != ::geteuid()) ||
         ((dir_st.st_mode & 022) && !(dir_st.st_mode & S_ISVTX)))
-        return bad("its directory " + dir + " may be written by others than root: the file "
+        return bad("its directory " + dir +
+                   " may be written by others than root: the file "
                    "could be replaced");
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd)

@@ -35,7 +35,8 @@ Result<void> AttachGrace::watch(const std::string& key, const std::string& devno
     const int wd = ::inotify_add_watch(m_inotify.get(), devnode.c_str(), IN_OPEN | IN_CLOSE_WRITE);
     if (wd < 0)
         return errno_error("watch " + devnode);
-    auto& w = m_watched[wd] = {key, devnode, devnum, wd, Clock::now(), until, write_count(devnum), {}};
+    auto& w =
+        m_watched[wd] = {key, devnode, devnum, wd, Clock::now(), until, write_count(devnum), {}};
     // Whoever opened it between its attach and now counts too.
     check_openers(w);
     return {};

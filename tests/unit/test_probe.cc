@@ -197,8 +197,10 @@ TEST_CASE("zero writes: discarded only where data writes can be compared") {
 
     // A loaded host: most writes of both kinds slowed, unevenly. The fastest of each
     // still tells (the median of the pairs' ratios would be 0.75x here).
-    const std::vector<double> busy_zero{40e-6, 300e-6, 310e-6, 320e-6, 90e-6, 300e-6, 60e-6, 330e-6};
-    const std::vector<double> busy_data{100e-6, 400e-6, 410e-6, 430e-6, 120e-6, 400e-6, 80e-6, 440e-6};
+    const std::vector<double> busy_zero{40e-6, 300e-6, 310e-6, 320e-6,
+                                        90e-6, 300e-6, 60e-6,  330e-6};
+    const std::vector<double> busy_data{100e-6, 400e-6, 410e-6, 430e-6,
+                                        120e-6, 400e-6, 80e-6,  440e-6};
     judge_zero_writes_by_data(p, busy_zero, busy_data);
     CHECK(p.zero_writes == ZeroWrites::discarded);
     CHECK(p.zero_writes_note.find("0.50x") != std::string::npos);

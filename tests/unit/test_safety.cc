@@ -183,7 +183,9 @@ TEST_CASE("openers: another process holding a block device open is found") {
     pid_t pretender = 0;
     REQUIRE(::posix_spawnp(&pretender, "python3", &as_worker, nullptr, py_argv, environ) == 0);
     posix_spawn_file_actions_destroy(&as_worker);
-    const auto named = [&](const Opener& o) { return o.pid == pretender && o.comm == "(udev-worker)"; };
+    const auto named = [&](const Opener& o) {
+        return o.pid == pretender && o.comm == "(udev-worker)";
+    };
     for (int i = 0; i < 300; ++i) {
         found = find_openers({st.st_rdev});
         if (std::any_of(found.begin(), found.end(), named))

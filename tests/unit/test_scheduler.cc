@@ -253,8 +253,9 @@ TEST_CASE("a disk whose lock another program holds is judged again once quiet, n
     h.host.locked.insert("xvdb");
     h.scheduler->on_attached(xvdb);
     CHECK(h.state_of(xvdb) == DiskState::waiting);
-    CHECK(h.reason_of(xvdb).find("lock is held by another program; judged once the disk is quiet") !=
-          std::string::npos);
+    CHECK(
+        h.reason_of(xvdb).find("lock is held by another program; judged once the disk is quiet") !=
+        std::string::npos);
     CHECK(h.grace.count(disk_identity(xvdb)));
     h.quiet(xvdb); // still held: waits again
     CHECK(h.state_of(xvdb) == DiskState::waiting);
@@ -606,7 +607,7 @@ TEST_CASE("adaptive pressure scales every running job's rate and queue depth; 0 
 
 TEST_CASE("the state table: done goes on only to its filesystem, an illegal change is refused") {
     CHECK(transition_allowed(DiskState::running, DiskState::done));
-    CHECK(transition_allowed(DiskState::done, DiskState::done)); // a new reason
+    CHECK(transition_allowed(DiskState::done, DiskState::done));   // a new reason
     CHECK(transition_allowed(DiskState::done, DiskState::queued)); // zeros not proven kept
     CHECK_FALSE(transition_allowed(DiskState::done, DiskState::running));
     CHECK_FALSE(transition_allowed(DiskState::done, DiskState::cancelled));
