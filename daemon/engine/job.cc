@@ -15,6 +15,10 @@
 namespace prewarmd {
 namespace {
 
+std::string unreadable_count(const std::string& why) {
+    return "the disk's write count cannot be read (" + why + "): another writer would go unseen";
+}
+
 constexpr uint64_t flush_tag = ~uint64_t{0} - 1;
 // Snapshots are published this often.
 constexpr auto tick_interval = std::chrono::milliseconds(250);
@@ -330,9 +334,7 @@ bool PrefillJob::start(Clock::time_point now) {
     if (m_options.mode != Mode::read && m_target.foreign_writes_counted) {
         auto base = m_probe.written_sectors();
         if (!base) {
-            end(JobStatus::stepped_aside, "the disk's write count cannot be read (" +
-                                              base.error().message +
-                                              "): another writer would go unseen");
+            end(JobStatus::stepped_aside, unreadable_count(base.error().message));
             return false;
         }
         m_base_sectors = *base;
@@ -576,9 +578,7 @@ std::string PrefillJob::foreign_writes() const {
         return {};
     const auto sectors = m_probe.written_sectors();
     if (!sectors || !*sectors)
-        return "the disk's write count cannot be read (" +
-               (sectors ? std::string("gone") : sectors.error().message) +
-               "): another writer would go unseen";
+        return unreadable_count(sectors ? "gone" : sectors.error().message);
     if (**sectors < *m_base_sectors)
         return "the disk's write count went back, from " + std::to_string(*m_base_sectors) +
                " to " + std::to_string(**sectors) + " sectors: not the disk the job began on";

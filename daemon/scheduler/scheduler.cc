@@ -207,7 +207,7 @@ void Scheduler::enter_ready(Entry& e) {
     }
     e.order = m_next_order++;
     const auto* fs = filesystem_of(e.kind);
-    enter_queued(e, fs ? "the free space of " + fs->fstype + " at " + fs->mount_point
+    enter_queued(e, fs            ? "the free space of " + fs->fstype + " at " + fs->mount_point
                     : e.requested ? "asked for"
                                   : "");
 }
@@ -290,6 +290,23 @@ void Scheduler::step_aside(Entry& e) {
     wait_until_quiet(e, "stepped aside: " + e.last.reason + "; goes on");
 }
 
+// A disk whose job did not finish, by its look just taken: held off while another
+// program holds its lock, or left to its users (refused, or holding data its job
+// was not asked for). False when its job may go on.
+bool Scheduler::held_off(Entry& e, const std::string& prefix) {
+    if (e.look.locked) {
+        wait_until_quiet(e, e.look.reasons_text() + "; judged");
+        return true;
+    }
+    const bool refused = e.look.verdict == Verdict::refused;
+    if (!refused && (e.look.verdict != Verdict::needs_request || e.requested))
+        return false;
+    enter_skipped(e, prefix + (refused ? "refused: " : "holds data now, warmed only when asked: ") +
+                         e.look.reasons_text());
+    take_up_filesystem(e);
+    return true;
+}
+
 // Judged again once the disk has been quiet for the attach grace.
 void Scheduler::wait_until_quiet(Entry& e, const std::string& why) {
     enter_waiting(e, why + " once the disk is quiet for " +
@@ -363,20 +380,8 @@ void Scheduler::decide(Entry& e) {
             // same slot, or someone's since: judged afresh, and the job goes on
             // only after the attach grace, as for a disk never seen (docs/safety.md).
             if (e.match.matched || e.requested) {
-                if (e.look.locked) {
-                    wait_until_quiet(e, e.look.reasons_text() + "; judged");
+                if (held_off(e, "attached again, "))
                     return;
-                }
-                if (e.look.verdict == Verdict::refused ||
-                    (e.look.verdict == Verdict::needs_request && !e.requested)) {
-                    enter_skipped(e, std::string(e.look.verdict == Verdict::refused
-                                                     ? "attached again, refused: "
-                                                     : "attached again, holds data now, "
-                                                       "warmed only when asked: ") +
-                                         e.look.reasons_text());
-                    take_up_filesystem(e);
-                    return;
-                }
                 log(false, e, "attached; its job goes on after the attach grace");
                 enter_grace(e);
                 return;
@@ -434,17 +439,7 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
         // formatted meanwhile is theirs (its filesystem is warmed once mounted).
         log(false, *e, why);
         e->look = m_host.look(e->disk);
-        if (e->look.locked) {
-            wait_until_quiet(*e, e->look.reasons_text() + "; judged");
-            return;
-        }
-        if (e->look.verdict == Verdict::refused ||
-            (e->look.verdict == Verdict::needs_request && !e->requested)) {
-            enter_skipped(*e, std::string(e->look.verdict == Verdict::refused
-                                              ? "refused: "
-                                              : "holds data now, warmed only when asked: ") +
-                                  e->look.reasons_text());
-            take_up_filesystem(*e);
+        if (held_off(*e, "")) {
             schedule();
             return;
         }

@@ -177,6 +177,7 @@ private:
     void step_aside(Entry& entry);
     void wait_until_quiet(Entry& entry, const std::string& why);
     void enter_grace(Entry& entry);
+    bool held_off(Entry& entry, const std::string& prefix);
     bool take_up_filesystem(Entry& entry);
     bool zeros_unproven(const Entry& entry) const;
     void job_ended(Entry& entry);
