@@ -1,17 +1,11 @@
 #include "api/access.hh"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 
 namespace prewarmd {
 
@@ -105,17 +99,14 @@ AccessDecision decide_access(const AccessRequest& request, const Privileged& pri
     case WayIn::unix_socket:
         if (!request.changes)
             return {};
-        if (!request.peers.empty() &&
-            std::all_of(request.peers.begin(), request.peers.end(),
-                        [&](const Credentials& c) { return privileged.includes(c); }))
+        if (request.peer && privileged.includes(*request.peer))
             return {};
         if (request.token == TokenGiven::wrong)
             return unauthorized("wrong token: a change from this user needs");
         {
             const std::string who =
-                request.peers.empty()
-                    ? std::string("the peer is unknown")
-                    : "uid " + std::to_string(request.peers.front().uid) + " is neither";
+                !request.peer ? std::string("the peer is unknown")
+                              : "uid " + std::to_string(request.peer->uid) + " is neither";
             return AccessDecision{
                 403, "changes over the socket are for root" +
                          (privileged.gid ? " and the group " + privileged.name : std::string()) +
@@ -125,49 +116,24 @@ AccessDecision decide_access(const AccessRequest& request, const Privileged& pri
     return AccessDecision{403, "refused"};
 }
 
-std::vector<Credentials> unix_peers(const std::string& socket_path, pid_t pid) {
-    std::vector<Credentials> out;
-    DIR* dir = ::opendir("/proc/self/fd");
-    if (!dir)
-        return out;
-    const int own = ::dirfd(dir);
-    while (const dirent* entry = ::readdir(dir)) {
-        char* end = nullptr;
-        const long fd = std::strtol(entry->d_name, &end, 10);
-        if (*end != '\0' || fd == own)
-            continue;
-        const int s = static_cast<int>(fd);
-        struct stat st {};
-        if (::fstat(s, &st) < 0 || !S_ISSOCK(st.st_mode))
-            continue;
-        int listening = 0;
-        socklen_t length = sizeof listening;
-        if (::getsockopt(s, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) < 0 || listening)
-            continue;
-        sockaddr_un address{};
-        length = sizeof address;
-        if (::getsockname(s, reinterpret_cast<sockaddr*>(&address), &length) < 0 ||
-            address.sun_family != AF_UNIX ||
-            std::strncmp(address.sun_path, socket_path.c_str(), sizeof address.sun_path) != 0)
-            continue;
-        ucred cred{};
-        length = sizeof cred;
-        if (::getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0 || cred.pid != pid)
-            continue;
-        Credentials c{cred.uid, cred.gid, {}};
-        std::vector<gid_t> groups(64);
-        length = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
-        int got = ::getsockopt(s, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &length);
-        if (got < 0 && errno == ERANGE) { // length now says how much is needed
-            groups.resize(length / sizeof(gid_t));
-            got = ::getsockopt(s, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &length);
-        }
-        groups.resize(got < 0 ? 0 : length / sizeof(gid_t));
-        c.groups = std::move(groups);
-        out.push_back(std::move(c));
+std::optional<Credentials> socket_credentials(int fd) {
+    ucred cred{};
+    socklen_t length = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) < 0)
+        return std::nullopt;
+    Credentials c{cred.uid, cred.gid, {}};
+    std::vector<gid_t> groups(64);
+    length = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    int got = ::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &length);
+    if (got < 0 && errno == ERANGE) { // length now says how much is needed
+        groups.resize(length / sizeof(gid_t));
+        got = ::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &length);
     }
-    ::closedir(dir);
-    return out;
+    if (got < 0)
+        return std::nullopt; // without the groups, a member of the group could not be told
+    groups.resize(length / sizeof(gid_t));
+    c.groups = std::move(groups);
+    return c;
 }
 
 bool RefusalLog::first_in_a_while(const std::string& peer, Clock::time_point now) {

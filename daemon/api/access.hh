@@ -45,8 +45,8 @@ struct AccessRequest {
     WayIn way = WayIn::loopback;
     bool changes = false; // any method but GET and HEAD
     TokenGiven token = TokenGiven::none;
-    // The unix socket's peer: every connection of the peer's pid (see unix_peers).
-    std::vector<Credentials> peers;
+    // The unix socket's peer, as the kernel fixed it when it connected (none: unknown).
+    std::optional<Credentials> peer;
 };
 
 struct AccessDecision {
@@ -57,12 +57,10 @@ struct AccessDecision {
 AccessDecision decide_access(const AccessRequest& request, const Privileged& privileged,
                              const std::string& token_path);
 
-// The credentials of the peer `pid` on this process's connections to the unix socket
-// at `socket_path`, read from the sockets (SO_PEERCRED, SO_PEERGROUPS: fixed when the
-// peer connected, unlike /proc/PID, whose pid may belong to another process by now).
-// Several when that pid made several connections; a change is allowed only if all
-// of them may (cpp-httplib tells a request's peer pid, not its socket).
-std::vector<Credentials> unix_peers(const std::string& socket_path, pid_t pid);
+// The credentials of the peer of the unix socket connection `fd` (SO_PEERCRED,
+// SO_PEERGROUPS: fixed when the peer connected, unlike /proc/PID, whose pid may
+// belong to another process by now). None when the kernel does not say.
+std::optional<Credentials> socket_credentials(int fd);
 
 // Whether a loopback request's Host, or its Origin, names this machine: an IP
 // address, localhost (or NAME.localhost), or `machine_name` (gethostname), with

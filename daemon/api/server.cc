@@ -15,12 +15,14 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 #include <httplib.h>
 #include <openssl/ssl.h>
 
 #include "api/access.hh"
+#include "api/connection.hh"
 #include "api/token.hh"
 #include "api/worker_pool.hh"
 #include "base/clock.hh"
@@ -29,11 +31,15 @@
 namespace prewarmd {
 namespace {
 
-constexpr size_t max_headers = 64;
-constexpr size_t max_header_bytes = 16 * 1024;
 constexpr int max_streams = 8;
 
-// Requests per second per client: a token bucket each, burst twice the rate.
+// The peer of the connection this thread serves: set by BoundedServer while it
+// serves one, read by the guard. cpp-httplib serves a request on the thread that
+// read it and tells a handler nothing of its connection but the addresses.
+thread_local const Peer* t_peer = nullptr;
+
+// Requests per second per peer (api/connection.hh: a uid where the kernel tells
+// it): a token bucket each, burst twice the rate.
 class RateLimiter {
 public:
     explicit RateLimiter(unsigned per_second) : m_rate(per_second) {}
@@ -122,8 +128,9 @@ struct Listener {
 };
 
 struct ApiServer::Impl {
-    Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate)
-        : router(r), events(e), log(std::move(l)), limiter(rate), machine_name(host_name()) {}
+    Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate, unsigned connections)
+        : router(r), events(e), log(std::move(l)), limiter(rate), machine_name(host_name()),
+          max_connections(connections), budget(std::max(2u, connections / 4), 2) {}
 
     static std::string host_name() {
         char name[256] = {};
@@ -140,7 +147,11 @@ struct ApiServer::Impl {
     std::optional<TokenDigest> token; // none: a reload found no good token, and none works
     Privileged privileged;
     RefusalLog refusals;
-    unsigned max_connections = 16;
+    const unsigned max_connections; // workers per listener
+    ConnectionLimits limits;
+    // Per peer, across the listeners: a quarter of a listener's workers (2 at
+    // least), and two event streams, so that one local user cannot take them all.
+    PeerBudget budget;
     std::atomic<int> streams{0};
     std::atomic<bool> stopping{false};
     std::string socket_path;
@@ -203,19 +214,14 @@ struct ApiServer::Impl {
             group = privileged;
             file = token_file;
         }
-        // cpp-httplib gives a unix socket's peer pid as its remote_port.
-        if (l.way == WayIn::unix_socket && request.changes && request.token != TokenGiven::valid)
-            request.peers = unix_peers(socket_path, static_cast<pid_t>(req.remote_port));
+        if (l.way == WayIn::unix_socket)
+            request.peer = t_peer->credentials;
         auto decision = decide_access(request, group, file);
         if (decision.status && request.changes) {
-            const auto peer =
-                l.way == WayIn::unix_socket
-                    ? (request.peers.empty() ? "pid " + std::to_string(req.remote_port)
-                                             : "uid " + std::to_string(request.peers.front().uid))
-                    : req.remote_addr;
-            if (refusals.first_in_a_while(peer, Clock::now()))
-                log(true, "api: refused " + req.method + " " + req.path + " from " + peer + " on " +
-                              l.name + ": " + decision.detail + " (logged once a minute per peer)");
+            if (refusals.first_in_a_while(t_peer->key + " " + l.name, Clock::now()))
+                log(true, "api: refused " + req.method + " " + req.path + " from " + t_peer->name +
+                              " on " + l.name + ": " + decision.detail +
+                              " (logged once a minute per peer)");
         }
         return decision;
     }
@@ -228,12 +234,6 @@ struct ApiServer::Impl {
             apply(res, out);
             return httplib::Server::HandlerResponse::Handled;
         };
-        size_t header_bytes = 0;
-        for (const auto& [name, value] : req.headers)
-            header_bytes += name.size() + value.size() + 4;
-        if (req.headers.size() > max_headers || header_bytes > max_header_bytes)
-            return refuse(problem(431, "headers-too-large", "Headers too large",
-                                  "at most 64 headers and 16 KiB of them"));
         if (req.has_header("Transfer-Encoding"))
             return refuse(problem(400, "transfer-encoding", "Transfer-Encoding not accepted",
                                   "send a body with one Content-Length"));
@@ -265,17 +265,15 @@ struct ApiServer::Impl {
                 return refuse(problem(421, "misdirected", "Host not served",
                                       "Host " + host.substr(0, 100) +
                                           " names no address of this machine: over loopback, "
-                                          "name localhost, an IP address or " + machine_name));
+                                          "name localhost, an IP address or " +
+                                          machine_name));
             if (req.has_header("Origin") &&
                 !loopback_origin_allowed(req.get_header_value("Origin"), machine_name))
                 return refuse(problem(403, "cross-origin", "Origin not served",
                                       "a page from another origin may not use this API"));
         }
-        // The socket's own peer: for the unix socket, the pid (cpp-httplib puts it in
-        // remote_port); a header is never trusted for this.
-        const auto client = l.way == WayIn::unix_socket ? "pid:" + std::to_string(req.remote_port)
-                                                        : req.remote_addr;
-        if (!limiter.allow(client)) {
+        // The kernel's word on the peer (a header is never trusted for this).
+        if (!limiter.allow(t_peer->key)) {
             auto out = problem(429, "too-many-requests", "Too many requests",
                                "slow down: at most the configured rate per second");
             out.headers.emplace_back("Retry-After", "1");
@@ -315,6 +313,13 @@ struct ApiServer::Impl {
                                "at most 8 clients follow the events at once"));
             return;
         }
+        if (!budget.start_stream(t_peer->key)) {
+            --streams;
+            apply(res, problem(503, "too-many-streams", "Too many event streams",
+                               "at most " + std::to_string(budget.streams_per_peer()) +
+                                   " event streams per client at once"));
+            return;
+        }
         uint64_t last = events.last_id();
         if (const auto from = req.get_header_value("Last-Event-ID"); !from.empty())
             std::from_chars(from.data(), from.data() + from.size(), last);
@@ -341,7 +346,10 @@ struct ApiServer::Impl {
                 }
                 return true;
             },
-            [this](bool) { --streams; });
+            [this, key = t_peer->key](bool) {
+                budget.end_stream(key);
+                --streams;
+            });
     }
 };
 
@@ -370,14 +378,116 @@ void set_socket_group(const std::string& path, const Privileged& group, const Ap
                   " may connect (under systemd, set Group=" + group.name + " in a drop-in)");
 }
 
+void write_problem(httplib::Stream& strm, const ApiResponse& out, std::string_view reason) {
+    const std::string text = "HTTP/1.1 " + std::to_string(out.status) + " " + std::string(reason) +
+                             "\r\nContent-Type: " + out.content_type +
+                             "\r\nContent-Length: " + std::to_string(out.body.size()) +
+                             "\r\nConnection: close\r\n\r\n" + out.body;
+    [[maybe_unused]] const auto written = strm.write(text.data(), text.size());
+}
+
+// A cpp-httplib server (Base: Server or SSLServer) whose connections prewarmd reads
+// itself (api/connection.hh), within the peer's budget, handing each whole request
+// head to the library's own parser (process_request, which both releases keep
+// protected). It replaces the library's process_and_close_socket, which both call
+// for every accepted connection.
+template <class Base>
+class BoundedServer final : public Base {
+public:
+    template <class... Args>
+    BoundedServer(ApiServer::Impl& impl, const Listener& l, Args&&... args)
+        : Base(std::forward<Args>(args)...), m_impl(impl), m_listener(l) {}
+
+private:
+    static constexpr bool tls = std::is_base_of_v<httplib::SSLServer, Base>;
+
+    bool process_and_close_socket(socket_t sock) override {
+        if (WorkerPool::overflowing()) {
+            if (!tls)
+                refuse_connection(sock, "all " + std::to_string(m_impl.max_connections) +
+                                            " workers of " + m_listener.name +
+                                            " are busy and as many wait: try again");
+        } else {
+            const Peer peer = identify_peer(sock, m_listener.way);
+            if (m_impl.budget.enter(peer.key)) {
+                serve(sock, peer);
+                m_impl.budget.leave(peer.key);
+            } else if (!tls) {
+                refuse_connection(sock, "at most " +
+                                            std::to_string(m_impl.budget.connections_per_peer()) +
+                                            " connections per client at once");
+            }
+        }
+        ::shutdown(sock, SHUT_RDWR);
+        ::close(sock);
+        return true;
+    }
+
+    void serve(int sock, const Peer& peer) {
+        SSL* ssl = nullptr;
+        if constexpr (tls)
+            if (!(ssl = SSL_new(this->ssl_context())))
+                return;
+        ConnectionStream strm(sock, ssl, m_impl.limits,
+                              [this] { return this->svr_sock_ == INVALID_SOCKET; });
+        if (ssl && !strm.handshake())
+            return;
+        t_peer = &peer;
+        for (auto count = this->keep_alive_max_count_; count > 0; --count) {
+            const auto head = strm.next_request();
+            if (head == HeadRead::too_large) {
+                write_problem(strm,
+                              problem(431, "headers-too-large", "Headers too large",
+                                      "at most " + std::to_string(m_impl.limits.head_lines - 1) +
+                                          " headers, and " +
+                                          std::to_string(m_impl.limits.head_bytes / 1024) +
+                                          " KiB with the request line"),
+                              "Request Header Fields Too Large");
+                strm.linger();
+                break;
+            }
+            if (head == HeadRead::timed_out && strm.started()) {
+                write_problem(strm,
+                              problem(408, "request-timeout", "Request timeout",
+                                      "a request must arrive whole within " +
+                                          std::to_string(m_impl.limits.request.count() / 1000) +
+                                          " s of its first byte"),
+                              "Request Timeout");
+                strm.linger();
+            }
+            if (head != HeadRead::whole)
+                break;
+            bool closed = false;
+            if (!request(strm, count == 1, closed) || closed)
+                break;
+        }
+        t_peer = nullptr;
+    }
+
+    // cpp-httplib 0.18 takes the addresses as arguments; 0.11.4 asks the stream.
+    bool request(ConnectionStream& strm, bool close, bool& closed) {
+        if constexpr (requires { this->process_request(strm, close, closed, nullptr); }) {
+            return this->process_request(strm, close, closed, nullptr);
+        } else {
+            std::string remote, local;
+            int remote_port = 0, local_port = 0;
+            strm.get_remote_ip_and_port(remote, remote_port);
+            strm.get_local_ip_and_port(local, local_port);
+            return this->process_request(strm, remote, remote_port, local, local_port, close,
+                                         closed, nullptr);
+        }
+    }
+
+    ApiServer::Impl& m_impl;
+    const Listener& m_listener;
+};
+
 Result<void> configure(ApiServer::Impl& impl, Listener& l) {
     auto& s = *l.server;
     const unsigned workers = impl.max_connections;
-    s.new_task_queue = [workers] { return new WorkerPool(workers); };
+    s.new_task_queue = [workers] { return new WorkerPool(workers, workers); };
     s.set_payload_max_length(api_max_body_bytes);
-    s.set_read_timeout(std::chrono::seconds(5));
-    s.set_write_timeout(std::chrono::seconds(5));
-    s.set_keep_alive_timeout(5);
+    // Deadlines and caps are BoundedServer's (impl.limits), not the library's.
     s.set_keep_alive_max_count(100);
     // The headers and the body go out in two writes: without this, Nagle holds the
     // body for the client's delayed ACK, 40 ms a keep-alive request.
@@ -443,8 +553,8 @@ Result<void> clear_stale_socket(const std::string& path) {
 
 Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRouter& router,
                                                     EventBus& events, Log log) {
-    auto impl = std::make_unique<Impl>(router, events, log, config.api_rate_limit);
-    impl->max_connections = config.api_max_connections;
+    auto impl = std::make_unique<Impl>(router, events, log, config.api_rate_limit,
+                                       config.api_max_connections);
     if (auto checked = check_api_config(config); !checked)
         return checked.error();
     if (auto access = impl->load_access(config); !access)
@@ -456,15 +566,15 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         l->name = address + (tls ? " (TLS)" : "");
         l->way = is_loopback_address(address) ? WayIn::loopback : WayIn::remote;
         if (tls) {
-            auto server = std::make_unique<httplib::SSLServer>(config.api_tls_cert.c_str(),
-                                                               config.api_tls_key.c_str());
+            auto server = std::make_unique<BoundedServer<httplib::SSLServer>>(
+                *impl, *l, config.api_tls_cert.c_str(), config.api_tls_key.c_str());
             if (!server->is_valid())
                 return Error{-EINVAL, "[api] tls_cert " + config.api_tls_cert + " or tls_key " +
                                           config.api_tls_key + " cannot be loaded"};
             SSL_CTX_set_min_proto_version(server->ssl_context(), TLS1_2_VERSION);
             l->server = std::move(server);
         } else {
-            l->server = std::make_unique<httplib::Server>();
+            l->server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
         }
         if (l->way == WayIn::remote && !tls)
             log(true, "api: " + address +
@@ -487,7 +597,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         auto l = std::make_unique<Listener>();
         l->name = "unix:" + config.api_socket;
         l->way = WayIn::unix_socket;
-        l->server = std::make_unique<httplib::Server>();
+        l->server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
         l->server->set_address_family(AF_UNIX);
         if (auto ok = configure(*impl, *l); !ok)
             return ok.error();

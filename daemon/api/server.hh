@@ -3,7 +3,9 @@
 // requests to one ApiRouter. Debian's 0.11.4 lacks several upstream fixes, so a
 // guard runs before any body is read: no Transfer-Encoding or Content-Encoding, one
 // Content-Length within 64 KiB, bounded headers, the client's rate, and who may
-// read or change (api/access.hh).
+// read or change (api/access.hh). Every connection is read by the daemon itself,
+// within a deadline and the peer's budget (api/connection.hh), and only whole
+// request heads reach the library.
 #pragma once
 
 #include <functional>

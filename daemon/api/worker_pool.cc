@@ -1,6 +1,15 @@
 #include "api/worker_pool.hh"
 
 namespace prewarmd {
+namespace {
+
+thread_local bool t_overflowing = false;
+
+} // namespace
+
+bool WorkerPool::overflowing() {
+    return t_overflowing;
+}
 
 WorkerPool::~WorkerPool() {
     shutdown();
@@ -12,8 +21,15 @@ WorkerPool::Enqueued WorkerPool::enqueue(std::function<void()> fn) {
 }
 
 void WorkerPool::take(std::function<void()> fn) {
-    std::lock_guard lock(m_mutex);
+    std::unique_lock lock(m_mutex);
     join_done();
+    if (m_workers.size() >= m_max && m_jobs.size() >= m_queue + (m_workers.size() - m_busy)) {
+        lock.unlock();
+        t_overflowing = true;
+        fn();
+        t_overflowing = false;
+        return;
+    }
     m_jobs.push_back(std::move(fn));
     if (m_waiting >= m_jobs.size() || m_workers.size() >= m_max) {
         m_wake.notify_one();
@@ -70,9 +86,11 @@ void WorkerPool::work(Worker& self) {
         }
         auto job = std::move(m_jobs.front());
         m_jobs.pop_front();
+        ++m_busy;
         lock.unlock();
         job();
         lock.lock();
+        --m_busy;
     }
     self.done = true;
 }

@@ -1,6 +1,6 @@
 """Bad requests over real HTTP, byte for byte, to a running daemon.
 
-usage: raw_requests.py table PORT TOKEN | cap PORT CONNECTIONS | rate PORT PER_SECOND
+usage: raw_requests.py table PORT TOKEN | budget PORT PER_PEER WORKERS | rate PORT PER_SECOND
 
 Each row of the table is a request no curl would send (smuggling, oversize, stalls,
 injection); each must get a clear 4xx (or a closed connection where HTTP cannot
@@ -8,6 +8,7 @@ answer) and leave the daemon serving. Prints "ok: ..." or "FAIL: ..." per row; e
 1 when any row fails.
 """
 import json
+import os
 import select
 import socket
 import sys
@@ -198,28 +199,153 @@ def main(port, token):
     return 1 if c.failed else 0
 
 
-def connection_cap(port, cap):
-    """With CAP connections stalled, another is served only once one is let go."""
-    port, cap = int(port), int(cap)
-    c = Checks()
-    stalled = []
-    for _ in range(cap):
+def hold(port, n, head=b"GET /v1/disks HTTP/1.1\r\nHost: x\r\n"):
+    """N connections, each with a head begun and never finished."""
+    held = []
+    for _ in range(n):
         s = connect(port)
-        s.sendall(b"GET /v1/disks HTTP/1.1\r\nHost: x\r\n")
-        stalled.append(s)
-    time.sleep(0.5)
-    waiting = connect(port)
-    waiting.sendall(request("GET", "/healthz"))
-    ready, _, _ = select.select([waiting], [], [], 1.0)
-    c.check(not ready, f"a request waits while {cap} connections hold every worker", "waiting" if not ready else "answered")
-    r = read_response(waiting)
-    c.status(r, 200, "the waiting request is served once a stalled client is let go")
-    let_go = 0
-    for s in stalled:
-        ready, _, _ = select.select([s], [], [], 0)
-        let_go += bool(ready)
+        s.sendall(head)
+        held.append(s)
+    return held
+
+
+def answered_within(s, seconds):
+    """The response on S if one (or a close) comes within SECONDS, else "nothing"."""
+    ready, _, _ = select.select([s], [], [], seconds)
+    if not ready:
+        return "nothing"
+    try:
+        return read_response(s)
+    except OSError:
+        return None
+
+
+HELD = []  # what a child holds open until it is let go
+
+
+class AsUser:
+    """A child process of uid UID that holds N connections until it is let go, or
+    answers one question: the kernel tells the daemon its peer's uid."""
+
+    def __init__(self, uid, fn):
+        r, w = os.pipe()
+        self.go_r, self.go_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(r)
+            os.close(self.go_w)
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                out = fn()
+            except Exception as e:  # the parent reports it
+                out = repr(e)
+            os.write(w, (json.dumps(out) + "\n").encode())
+            os.read(self.go_r, 1)  # hold what fn opened until let go
+            os._exit(0)
+        os.close(w)
+        os.close(self.go_r)
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            line += chunk
+        os.close(r)
+        self.result = json.loads(line) if line else "the child died"
+
+    def let_go(self):
+        os.close(self.go_w)
+        os.waitpid(self.pid, 0)
+
+
+def status_of(r):
+    return "nothing" if r == "nothing" else ("closed" if r is None else r[0])
+
+
+def connection_budget(port, per_peer, workers):
+    """Each local user holds at most PER_PEER connections; others are served
+    meanwhile; a request must come whole within its deadline however it trickles; a
+    huge header line is refused early; past WORKERS busy and as many waiting, a
+    connection is refused at once."""
+    port, per_peer, workers = int(port), int(per_peer), int(workers)
+    c = Checks()
+    nobody = 65534
+    mine = hold(port, per_peer)
+    time.sleep(0.3)
+    extra = connect(port)
+    extra.sendall(request("GET", "/healthz"))
+    r = answered_within(extra, 2)
+    c.check(status_of(r) == 503 and b"too-many-connections" in r[2],
+            f"a connection past {per_peer} of one user is refused at once", status_of(r))
+    other = AsUser(nobody, lambda: status_of(answered_within(
+        (lambda s: (s.sendall(request("GET", "/healthz")), s)[1])(connect(port)), 5)))
+    other.let_go()
+    c.check(other.result == 200, "another user is served meanwhile", other.result)
+    for s in mine:
         s.close()
-    c.check(let_go >= 1, "a stalled connection was closed before it was served", f"{let_go} let go")
+    time.sleep(0.3)
+
+    # Trickled: a byte every half second never finishes a head, and the deadline
+    # counts from the first byte, not from the last read.
+    s = connect(port)
+    s.sendall(b"GET /v1/disks HTTP/1.1\r\n")
+    started = time.monotonic()
+    r = "nothing"
+    while time.monotonic() - started < 15:
+        ready, _, _ = select.select([s], [], [], 0.5)
+        if ready:
+            r = read_response(s)
+            break
+        try:
+            s.sendall(b"X")
+        except OSError:
+            r = None
+            break
+    took = time.monotonic() - started
+    c.check(status_of(r) == 408 and took < 8, "a trickled head gets 408 within its deadline",
+            f"{status_of(r)} after {took:.1f} s")
+    s.close()
+
+    # A header line without end, as another user: refused after a few KiB, not read
+    # on for as long as it comes.
+    def huge_line():
+        s = connect(port)
+        s.sendall(b"GET /v1/disks HTTP/1.1\r\nX-Long: ")
+        sent, chunk = 0, b"a" * 65536
+        while sent < 256 << 20:
+            ready, _, _ = select.select([s], [], [], 0)
+            if ready:
+                break
+            try:
+                s.sendall(chunk)
+            except OSError:
+                break
+            sent += len(chunk)
+        r = answered_within(s, 5)
+        return [status_of(r), sent]
+    other = AsUser(nobody, huge_line)
+    other.let_go()
+    got, sent = other.result if isinstance(other.result, list) else (other.result, 0)
+    c.check(got == 431 and sent < 64 << 20, "a header line without end gets 431 early",
+            f"{got} after {sent >> 10} KiB sent")
+
+    # Every worker held (a budget's worth by each of several users), as many
+    # waiting: the next connection is refused at once, not queued.
+    users = [AsUser(nobody - i, lambda: (HELD.extend(hold(port, per_peer)), "held")[1])
+             for i in range(workers // per_peer)]
+    time.sleep(0.3)
+    waiting = [connect(port) for _ in range(workers)]
+    time.sleep(0.3)
+    late = connect(port)
+    r = answered_within(late, 2)
+    c.check(status_of(r) == 503 and b"busy" in r[2], "past every worker and the queue: 503 at once",
+            status_of(r))
+    for u in reversed(users):  # a later child holds the earlier ones' pipes too
+        u.let_go()
+    for s in waiting + [late, extra]:
+        s.close()
     return 1 if c.failed else 0
 
 
@@ -244,5 +370,5 @@ def rate_limit(port, rate):
 
 
 if __name__ == "__main__":
-    modes = {"table": main, "cap": connection_cap, "rate": rate_limit}
+    modes = {"table": main, "budget": connection_budget, "rate": rate_limit}
     sys.exit(modes[sys.argv[1]](*sys.argv[2:]))

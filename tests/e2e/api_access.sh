@@ -109,8 +109,8 @@ expect 200 nobody remote GET /v1/disks "${bearer[@]}"
 expect 401 root remote PATCH /v1/settings "${json[@]}" -d '{"max_parallel": 2}'
 
 # Refusals in the log: once per peer and minute; the token never.
-check_eq "$(grep -c "api: refused .* from 127.0.0.1 on 127.0.0.1:$API_PORT" "$DAEMON_LOG")" 1 \
-    "refusals logged for the TCP peer"
+check_eq "$(grep -c "api: refused .* from uid 65534 (127.0.0.1) on 127.0.0.1:$API_PORT" "$DAEMON_LOG")" 1 \
+    "refusals logged for uid 65534 over TCP (the kernel names the peer)"
 check_eq "$(grep -c "api: refused .* from uid 65534 on unix:" "$DAEMON_LOG")" 1 \
     "refusals logged for uid 65534 on the socket"
 if grep -qF "${token:0:20}" "$DAEMON_LOG"; then fail "the token is in the log"; fi

@@ -31,11 +31,15 @@ stop_daemon
 
 start_daemon "$quiet
 $API_CONFIG
-max_connections = 4
+max_connections = 8
 rate_limit = 5"
 wait_for_api
 sleep 2 # the readiness polls spent some of the rate
-raw cap "$API_PORT" 4 || fail "the connection cap does not hold"
+raw budget "$API_PORT" 2 8 || fail "a client's budget does not hold"
+kill -0 "$DAEMON_PID" || fail "the daemon died"
+peak=$(awk '/^VmHWM/ {print $2}' "/proc/$DAEMON_PID/status")
+(( peak < 64 * 1024 )) || fail "the daemon's peak RSS under hostile clients: $peak KiB, over 64 MiB"
+pass "the daemon's peak RSS under hostile clients: $((peak / 1024)) MiB"
 sleep 2
 raw rate "$API_PORT" 5 || fail "the rate limit does not hold"
 stop_daemon

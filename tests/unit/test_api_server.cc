@@ -40,7 +40,7 @@ TEST_CASE("api server: stopped at once after the start, it stops") {
 }
 
 TEST_CASE("api server: workers start when work comes and go when it has stopped") {
-    WorkerPool pool(3, std::chrono::seconds(1));
+    WorkerPool pool(3, 2, std::chrono::seconds(1));
     CHECK(pool.threads() == 0); // an idle daemon holds no HTTP worker
     std::mutex mutex;
     std::condition_variable cv;
@@ -58,6 +58,17 @@ TEST_CASE("api server: workers start when work comes and go when it has stopped"
         REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == 3; }));
     }
     CHECK(pool.threads() == 3); // never more than the cap; the other two wait
+    // A sixth finds every worker busy and the queue full: it runs at once, on the
+    // enqueuing thread, told so, to be refused there.
+    std::thread::id ran_on;
+    bool overflowing = false;
+    pool.enqueue([&] {
+        ran_on = std::this_thread::get_id();
+        overflowing = WorkerPool::overflowing();
+    });
+    CHECK(ran_on == std::this_thread::get_id());
+    CHECK(overflowing);
+    CHECK_FALSE(WorkerPool::overflowing());
     {
         std::lock_guard lock(mutex);
         release = true;
