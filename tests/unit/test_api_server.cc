@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
+
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -7,8 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include "api/connection.hh"
 #include "api/server.hh"
 #include "api/worker_pool.hh"
+#include "base/unique_fd.hh"
 #include "fake_api_backend.hh"
 #include "temp_dir.hh"
 
@@ -79,4 +84,99 @@ TEST_CASE("api server: workers start when work comes and go when it has stopped"
     CHECK(started == 5);
     CHECK(pool.threads() == 0); // idle for a second: gone
     pool.shutdown();
+}
+
+namespace {
+
+struct Pair {
+    UniqueFd client, server;
+    Pair() {
+        int fds[2];
+        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+        client = UniqueFd(fds[0]);
+        server = UniqueFd(fds[1]);
+    }
+    void send(std::string_view text) const {
+        REQUIRE(::send(client.get(), text.data(), text.size(), MSG_NOSIGNAL) ==
+                static_cast<ssize_t>(text.size()));
+    }
+};
+
+ConnectionLimits quick() {
+    ConnectionLimits limits;
+    limits.request = std::chrono::milliseconds(300);
+    limits.idle = std::chrono::milliseconds(300);
+    return limits;
+}
+
+std::string read_all(ConnectionStream& s, size_t n) {
+    std::string out(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+        const auto r = s.read(out.data() + got, n - got);
+        REQUIRE(r > 0);
+        got += static_cast<size_t>(r);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("api connection: a head read whole, in pieces, and the next one after it") {
+    Pair p;
+    ConnectionStream s(p.server.get(), nullptr, quick(), nullptr);
+    std::thread writer([&] {
+        p.send("GET /a HTTP/1.1\r\nHo");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        p.send("st: x\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
+    });
+    CHECK(s.next_request() == HeadRead::whole);
+    writer.join();
+    const std::string a = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", b = "GET /b HTTP/1.1\r\n\r\n";
+    CHECK(read_all(s, a.size()) == a);
+    CHECK(s.next_request() == HeadRead::whole); // pipelined: already here
+    CHECK(read_all(s, b.size()) == b);
+    CHECK(s.next_request() == HeadRead::closed); // nothing more within the idle time
+}
+
+TEST_CASE("api connection: a head too long or with too many lines is refused before its end") {
+    {
+        Pair p;
+        ConnectionStream s(p.server.get(), nullptr, quick(), nullptr);
+        p.send("GET / HTTP/1.1\r\nX: " + std::string(30 * 1024, 'a'));
+        CHECK(s.next_request() == HeadRead::too_large);
+    }
+    {
+        Pair p;
+        ConnectionStream s(p.server.get(), nullptr, quick(), nullptr);
+        std::string head = "GET / HTTP/1.1\r\n";
+        for (int i = 0; i < 70; ++i)
+            head += "X" + std::to_string(i) + ": y\r\n";
+        p.send(head);
+        CHECK(s.next_request() == HeadRead::too_large);
+    }
+}
+
+TEST_CASE("api connection: the deadline counts from the first byte, however it trickles") {
+    Pair p;
+    ConnectionStream s(p.server.get(), nullptr, quick(), nullptr);
+    std::atomic<bool> done{false};
+    std::thread trickle([&] {
+        p.send("GET / HTTP/1.1\r\n");
+        while (!done) {
+            ::send(p.client.get(), "X", 1, MSG_NOSIGNAL);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    });
+    CHECK(s.next_request() == HeadRead::timed_out);
+    CHECK(s.started());
+    done = true;
+    trickle.join();
+}
+
+TEST_CASE("api connection: a stopping server ends the wait") {
+    Pair p;
+    ConnectionLimits slow;
+    ConnectionStream s(p.server.get(), nullptr, slow, [] { return true; });
+    CHECK(s.next_request() == HeadRead::stopped);
 }
