@@ -116,7 +116,8 @@ Result<FreeSpaceFile> FreeSpaceFile::open(const std::string& root, dev_t device)
         return errno_error("inotify");
     const std::string path = root + "/" + file_name;
     if (::inotify_add_watch(f.m_watch.get(), path.c_str(),
-                            IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_DONT_FOLLOW) < 0)
+                            IN_ATTRIB | IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF |
+                                IN_DONT_FOLLOW) < 0)
         return errno_error("watch " + path);
     f.m_reaper = start_reaper(root, device, f.m_inode);
     if (!f.m_reaper.write_end)
@@ -127,7 +128,8 @@ Result<FreeSpaceFile> FreeSpaceFile::open(const std::string& root, dev_t device)
 FreeSpaceFile::FreeSpaceFile(FreeSpaceFile&& other) noexcept
     : m_root(std::move(other.m_root)), m_device(other.m_device),
       m_inode(std::exchange(other.m_inode, 0)), m_watch(std::move(other.m_watch)),
-      m_reaper(std::move(other.m_reaper)), m_lost(std::move(other.m_lost)), m_size(other.m_size) {}
+      m_reaper(std::move(other.m_reaper)), m_lost(std::move(other.m_lost)), m_size(other.m_size),
+      m_held(std::move(other.m_held)) {}
 
 FreeSpaceFile::~FreeSpaceFile() {
     remove();
@@ -185,12 +187,42 @@ std::string FreeSpaceFile::lost() {
             any = true;
             at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
         }
-    // A change of its attributes may be anything (a link count of 0, a chmod):
-    // still there, still this one, still its only name?
-    if (any && m_lost.empty())
+    // A change of its attributes may be anything (a link count of 0, a chmod), a
+    // change of its content a truncate or a hole punched (ours as well: claim and
+    // release raise it too): still there, still this one, still its only name,
+    // every piece it holds where it was claimed?
+    if (any && m_lost.empty()) {
         if (auto fd = open_file(); !fd)
             m_lost = fd.error().message;
+        else
+            m_lost = check_held(fd->get());
+    }
     return m_lost;
+}
+
+std::string FreeSpaceFile::check_held(int fd) const {
+    auto now = where(fd, 0, m_size);
+    if (!now)
+        return "the claim in " + m_root + " cannot be mapped: " + now.error().message;
+    // Both in file order: each held piece must be covered, end to end, by mapped
+    // extents at the same place on the device.
+    auto it = now->begin();
+    for (const auto& held : m_held) {
+        uint64_t at = held.file_offset;
+        const uint64_t end = held.file_offset + held.length;
+        while (it != now->end() && it->file_offset + it->length <= at)
+            ++it;
+        for (auto e = it; at < end; ++e) {
+            if (e == now->end() || e->file_offset > at ||
+                e->device_offset - e->file_offset != held.device_offset - held.file_offset)
+                return "the claim in " + m_root + " no longer holds what the job claimed (" +
+                       std::to_string(held.length >> 10) + " KiB at " +
+                       std::to_string(held.file_offset >> 10) +
+                       " KiB): truncated, or a hole punched by someone else";
+            at = e->file_offset + e->length;
+        }
+    }
+    return {};
 }
 
 Result<uint64_t> FreeSpaceFile::available() {
@@ -216,7 +248,10 @@ Result<std::vector<ClaimedExtent>> FreeSpaceFile::claim(uint64_t bytes) {
         // Full: what it did allocate (it may have, in part) is ours all the same.
     }
     m_size = from + bytes;
-    return where(fd->get(), from, bytes);
+    auto got = where(fd->get(), from, bytes);
+    if (got)
+        m_held.insert(m_held.end(), got->begin(), got->end());
+    return got;
 }
 
 Result<void> FreeSpaceFile::release(uint64_t file_offset, uint64_t length) {
@@ -226,6 +261,21 @@ Result<void> FreeSpaceFile::release(uint64_t file_offset, uint64_t length) {
     if (::fallocate(fd->get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                     static_cast<off_t>(file_offset), static_cast<off_t>(length)) < 0)
         return errno_error("punching a hole");
+    // What is left of each held piece outside [file_offset, end).
+    const uint64_t end = file_offset + length;
+    std::vector<ClaimedExtent> held;
+    for (const auto& h : m_held) {
+        const uint64_t h_end = h.file_offset + h.length;
+        if (h_end <= file_offset || h.file_offset >= end) {
+            held.push_back(h);
+            continue;
+        }
+        if (h.file_offset < file_offset)
+            held.push_back({h.file_offset, h.device_offset, file_offset - h.file_offset});
+        if (h_end > end)
+            held.push_back({end, h.device_offset + (end - h.file_offset), h_end - end});
+    }
+    m_held = std::move(held);
     return {};
 }
 

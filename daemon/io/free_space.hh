@@ -8,8 +8,10 @@
 // held open for the whole job (an unnamed O_TMPFILE one, say) would make every
 // `umount` of the filesystem fail while the job runs. Every step checks that the
 // root it opens is still that filesystem (the mount point may hold another one
-// by then), and an inotify watch on the file says when it was removed, renamed
-// or unmounted: its blocks are not the job's to write any more (lost()). A claim
+// by then), and an inotify watch on the file says when it was removed, renamed,
+// unmounted, truncated or had a hole punched (then every piece it holds must still
+// lie where it was claimed): its blocks are not the job's to write any more
+// (lost()). A claim
 // left behind by a job that was killed is removed by the next one's open(), and
 // a process that watches for the job's end removes it when the job's process
 // dies (docs/engine.md "Filesystem jobs").
@@ -95,15 +97,17 @@ private:
     Result<UniqueFd> open_root() const;
     Result<UniqueFd> open_file() const;
     Result<std::vector<ClaimedExtent>> where(int fd, uint64_t offset, uint64_t length) const;
+    std::string check_held(int fd) const;
     void remove();
 
     std::string m_root;
     dev_t m_device = 0;
     ino_t m_inode = 0;
-    UniqueFd m_watch; // inotify: the claim removed, renamed, unmounted
+    UniqueFd m_watch; // inotify: the claim removed, renamed, unmounted, changed
     Reaper m_reaper;
-    std::string m_lost;  // once lost, lost
-    uint64_t m_size = 0; // claimed so far, holes punched included
+    std::string m_lost;                // once lost, lost
+    uint64_t m_size = 0;               // claimed so far, holes punched included
+    std::vector<ClaimedExtent> m_held; // claimed and not given back, in file order
 };
 
 } // namespace prewarmd
