@@ -8,21 +8,25 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 #include <httplib.h>
 #include <openssl/ssl.h>
 
 #include "api/access.hh"
 #include "api/connection.hh"
+#include "api/listen_fds.hh"
 #include "api/token.hh"
 #include "api/worker_pool.hh"
 #include "base/clock.hh"
@@ -78,17 +82,6 @@ void apply(httplib::Response& res, const ApiResponse& out) {
     res.set_content(out.body, out.content_type);
 }
 
-std::pair<std::string, int> split_address(const std::string& address) {
-    const auto colon = address.rfind(':');
-    std::string host = address.substr(0, colon);
-    if (host.size() > 1 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-    int port = 0;
-    const auto text = address.substr(colon + 1);
-    std::from_chars(text.data(), text.data() + text.size(), port);
-    return {host, port};
-}
-
 } // namespace
 
 Result<void> check_api_config(const Config& config) {
@@ -113,7 +106,7 @@ Result<void> check_api_config(const Config& config) {
 }
 
 bool is_loopback_address(const std::string& address) {
-    const auto host = split_address(address).first;
+    const auto host = split_listen_address(address).first;
     if (host == "localhost" || host == "::1")
         return true;
     in_addr v4{};
@@ -124,6 +117,8 @@ struct Listener {
     std::string name; // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
     WayIn way = WayIn::loopback;
     std::unique_ptr<httplib::Server> server;
+    int handed = -1; // the listening socket systemd holds (api/listen_fds.hh), if any
+    std::function<void()> stop_accepting; // BoundedServer::stop_accepting
     std::thread thread;
 };
 
@@ -396,7 +391,23 @@ class BoundedServer final : public Base {
 public:
     template <class... Args>
     BoundedServer(ApiServer::Impl& impl, const Listener& l, Args&&... args)
-        : Base(std::forward<Args>(args)...), m_impl(impl), m_listener(l) {}
+        : Base(std::forward<Args>(args)...), m_impl(impl), m_listener(l) {
+        if (l.handed >= 0) {
+            this->svr_sock_ = l.handed;
+            // The accept loop looks at svr_sock_ this often: how stop_accepting ends it.
+            this->set_idle_interval(0, 200'000);
+        }
+    }
+
+    // Ends the accept loop. cpp-httplib's stop() shuts the socket down, which would
+    // end the listening for systemd too: a socket systemd holds is left listening,
+    // and a client that connects meanwhile waits for the next start.
+    void stop_accepting() {
+        if (m_listener.handed < 0)
+            this->stop();
+        else
+            this->svr_sock_ = INVALID_SOCKET;
+    }
 
 private:
     static constexpr bool tls = std::is_base_of_v<httplib::SSLServer, Base>;
@@ -560,11 +571,20 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
     if (auto access = impl->load_access(config); !access)
         return access.error();
     const bool tls = !config.api_tls_cert.empty();
+    auto handed = take_handed_sockets();
 
     for (const auto& address : config.api_listen) {
         auto l = std::make_unique<Listener>();
         l->name = address + (tls ? " (TLS)" : "");
         l->way = is_loopback_address(address) ? WayIn::loopback : WayIn::remote;
+        const auto candidates = listen_candidates(address);
+        // One socket per entry, as bind_to_port binds one: any other is said below.
+        const auto match = std::find_if(handed.begin(), handed.end(), [&](const HandedSocket& h) {
+            return h.fd >= 0 &&
+                   std::find(candidates.begin(), candidates.end(), h.address) != candidates.end();
+        });
+        if (match != handed.end())
+            l->handed = std::exchange(match->fd, -1);
         if (tls) {
             auto server = std::make_unique<BoundedServer<httplib::SSLServer>>(
                 *impl, *l, config.api_tls_cert.c_str(), config.api_tls_key.c_str());
@@ -572,9 +592,12 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
                 return Error{-EINVAL, "[api] tls_cert " + config.api_tls_cert + " or tls_key " +
                                           config.api_tls_key + " cannot be loaded"};
             SSL_CTX_set_min_proto_version(server->ssl_context(), TLS1_2_VERSION);
+            l->stop_accepting = [s = server.get()] { s->stop_accepting(); };
             l->server = std::move(server);
         } else {
-            l->server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
+            auto server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
+            l->stop_accepting = [s = server.get()] { s->stop_accepting(); };
+            l->server = std::move(server);
         }
         if (l->way == WayIn::remote && !tls)
             log(true, "api: " + address +
@@ -582,8 +605,8 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
                           "TLS-terminating proxy in front");
         if (auto ok = configure(*impl, *l); !ok)
             return ok.error();
-        const auto [host, port] = split_address(address);
-        if (!l->server->bind_to_port(host, port))
+        const auto [host, port] = split_listen_address(address);
+        if (l->handed < 0 && !l->server->bind_to_port(host, port))
             return Error{-EADDRINUSE, "[api] listen " + address +
                                           ": cannot bind (in use, or no "
                                           "such address)"};
@@ -597,7 +620,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         auto l = std::make_unique<Listener>();
         l->name = "unix:" + config.api_socket;
         l->way = WayIn::unix_socket;
-        l->server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
+        auto server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
+        l->stop_accepting = [s = server.get()] { s->stop_accepting(); };
+        l->server = std::move(server);
         l->server->set_address_family(AF_UNIX);
         if (auto ok = configure(*impl, *l); !ok)
             return ok.error();
@@ -621,7 +646,17 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
             l->thread.detach(); // the daemon exits on this error
             return Error{-EIO, "[api] " + l->name + ": the listener did not start"};
         }
-        log(false, "api: listening on " + l->name);
+        log(false,
+            "api: listening on " + l->name + (l->handed >= 0 ? " (the socket systemd holds)" : ""));
+    }
+    for (const auto& h : handed) {
+        if (h.fd < 0)
+            continue;
+        log(true, "api: systemd passed a socket " +
+                      (h.address.empty() ? std::string("that is no TCP listener")
+                                         : "on " + h.address + " that [api] listen does not name") +
+                      ": not served (prewarmd.socket and [api] listen should agree)");
+        ::close(h.fd);
     }
     return std::unique_ptr<ApiServer>(new ApiServer(std::move(impl)));
 }
@@ -635,10 +670,13 @@ void ApiServer::stop() {
         return;
     m_impl->events.close();
     for (auto& l : m_impl->listeners)
-        l->server->stop();
-    for (auto& l : m_impl->listeners)
+        l->stop_accepting();
+    for (auto& l : m_impl->listeners) {
         if (l->thread.joinable())
             l->thread.join();
+        if (l->handed >= 0)
+            ::close(std::exchange(l->handed, -1));
+    }
     if (!m_impl->socket_path.empty())
         ::unlink(m_impl->socket_path.c_str());
 }

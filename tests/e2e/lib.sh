@@ -339,7 +339,7 @@ manager=(org.prewarmd.Prewarmd1 /org/prewarmd/Prewarmd1 org.prewarmd.Prewarmd1.M
 
 wait_for_api() {
     for _ in $(seq 50); do
-        curl -sf "$API/readyz" >/dev/null 2>&1 && return 0
+        curl -sf --max-time 5 "$API/readyz" >/dev/null 2>&1 && return 0
         sleep 0.1
     done
     fail "the API does not answer: $(tail -5 "$DAEMON_LOG")"

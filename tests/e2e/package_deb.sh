@@ -53,7 +53,7 @@ dpkg --install "$deb" >"$TEST_DIR/dpkg" 2>&1 || fail "dpkg --install: $(cat "$TE
 # /lib/systemd/system on Debian 12, /usr/lib/systemd/system on 13: as systemd.pc says.
 unit=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed -n 's|^\./\(.*/systemd/system/prewarmd.service\)$|/\1|p')
 [[ -n $unit ]] || fail "no prewarmd.service in the package"
-files=(/usr/sbin/prewarmd /usr/bin/prewarmctl "$unit"
+files=(/usr/sbin/prewarmd /usr/bin/prewarmctl "$unit" "${unit%.service}.socket"
     /etc/prewarmd/prewarmd.toml /usr/share/dbus-1/system.d/org.prewarmd.Prewarmd1.conf
     /usr/share/man/man8/prewarmd.8.gz /usr/share/man/man1/prewarmctl.1.gz
     /usr/share/man/man5/prewarmd.toml.5.gz /usr/share/bash-completion/completions/prewarmctl
@@ -64,7 +64,8 @@ dpkg-query -W -f='${Conffiles}\n' prewarmd | grep -q "^ /etc/prewarmd/prewarmd.t
     fail "the config is not a conffile: $(dpkg-query -W -f='${Conffiles}' prewarmd)"
 pass "/etc/prewarmd/prewarmd.toml is a conffile"
 [[ -L /etc/systemd/system/multi-user.target.wants/prewarmd.service ]] || fail "the unit is not enabled"
-pass "prewarmd.service enabled"
+[[ -L /etc/systemd/system/sockets.target.wants/prewarmd.socket ]] || fail "the socket is not enabled"
+pass "prewarmd.service and prewarmd.socket enabled"
 check_eq "$(/usr/sbin/prewarmd --version)" "prewarmd ${version%%~*}" "prewarmd --version"
 /usr/sbin/prewarmd config --check /etc/prewarmd/prewarmd.toml >/dev/null ||
     fail "the installed config does not check"
@@ -105,9 +106,14 @@ mkdir -p /var/lib/prewarmd/jobs # as the service would have made it
 dpkg --purge prewarmd >"$TEST_DIR/dpkg" 2>&1 || fail "dpkg --purge: $(cat "$TEST_DIR/dpkg")"
 left=()
 for f in "${files[@]}" /etc/prewarmd /var/lib/prewarmd /etc/systemd/system/multi-user.target.wants/prewarmd.service \
-    /etc/systemd/system/prewarmd.service /var/lib/systemd/deb-systemd-helper-enabled/prewarmd.service.dsh-also \
-    /var/lib/systemd/deb-systemd-helper-masked/prewarmd.service; do
+    /etc/systemd/system/sockets.target.wants/prewarmd.socket; do
     [[ -e $f || -L $f ]] && left+=("$f")
+done
+for kind in service socket; do
+    for f in /etc/systemd/system/prewarmd.$kind /var/lib/systemd/deb-systemd-helper-enabled/prewarmd.$kind.dsh-also \
+        /var/lib/systemd/deb-systemd-helper-masked/prewarmd.$kind; do
+        [[ -e $f || -L $f ]] && left+=("$f")
+    done
 done
 check_eq "${left[*]}" "" "what is left after the purge"
 check_eq "$(getent group prewarmd || true)" "$group_before" "the group prewarmd after the purge (as before)"

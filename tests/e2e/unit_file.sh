@@ -1,7 +1,8 @@
-# The systemd unit: `systemd-analyze verify` finds nothing wrong, `security
-# --offline` rates its exposure 2.5 or lower, and the hardening leaves the daemon
-# what it reads and calls: every process's /proc/PID/fd, /proc/swaps and
-# /proc/diskstats, io_uring, netlink for udev, the Xen disks.
+# The systemd units: `systemd-analyze verify` finds nothing wrong, `security
+# --offline` rates the service's exposure 2.5 or lower, the hardening leaves the
+# daemon what it reads and calls: every process's /proc/PID/fd, /proc/swaps and
+# /proc/diskstats, io_uring, netlink for udev, the Xen disks; and the socket unit
+# holds the port [api] listen names by default.
 source "$(dirname "$0")/lib.sh"
 command -v systemd-analyze >/dev/null || cannot_run "no systemd-analyze (package systemd)"
 
@@ -11,7 +12,8 @@ sed "s|^ExecStart=/usr/sbin/prewarmd|ExecStart=$PREWARMD_BIN/prewarmd|" \
     "$PREWARMD_SRC/systemd/prewarmd.service" >"$unit"
 grep -q "^ExecStart=$PREWARMD_BIN/prewarmd run$" "$unit" || fail "no ExecStart to rewrite"
 
-run_status systemd-analyze verify --man=no "$unit" >"$TEST_DIR/verify" 2>&1
+cp "$PREWARMD_SRC/systemd/prewarmd.socket" "$TEST_DIR/" # named by the service: verified with it
+run_status systemd-analyze verify --man=no "$unit" "$TEST_DIR/prewarmd.socket" >"$TEST_DIR/verify" 2>&1
 check_eq "$status" 0 "systemd-analyze verify: exit status"
 check_eq "$(grep -v "^$" "$TEST_DIR/verify" | head -5)" "" "what systemd-analyze verify says"
 
@@ -38,3 +40,12 @@ pass "netlink and io_uring kept"
 setting CapabilityBoundingSet | grep -qw CAP_SYS_PTRACE ||
     fail "without CAP_SYS_PTRACE the daemon cannot see who has a disk open"
 pass "exposure $exposure, with the daemon's needs kept"
+
+# The socket unit holds the port the daemon listens on by default (it serves only
+# the handed sockets [api] listen names).
+listen=$(sed -n 's/^ListenStream=//p' "$TEST_DIR/prewarmd.socket")
+grep -qxF "#listen = [\"$listen\"]" "$PREWARMD_SRC/config.example.toml" ||
+    fail "prewarmd.socket holds $listen, not the default of [api] listen: $(grep -F 'listen =' "$PREWARMD_SRC/config.example.toml")"
+grep -qx "Wants=prewarmd.socket" "$unit" && grep -qx "After=prewarmd.socket" "$unit" ||
+    fail "the service does not start after its socket"
+pass "prewarmd.socket holds $listen, [api] listen's default, before the service starts"

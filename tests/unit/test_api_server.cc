@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <thread>
 
 #include "api/connection.hh"
+#include "api/listen_fds.hh"
 #include "api/server.hh"
 #include "api/worker_pool.hh"
 #include "base/unique_fd.hh"
@@ -179,4 +182,30 @@ TEST_CASE("api connection: a stopping server ends the wait") {
     ConnectionLimits slow;
     ConnectionStream s(p.server.get(), nullptr, slow, [] { return true; });
     CHECK(s.next_request() == HeadRead::stopped);
+}
+
+TEST_CASE("api listen fds: a handed socket is matched to [api] listen by its address") {
+    UniqueFd tcp(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(tcp.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    socklen_t size = sizeof address;
+    REQUIRE(::getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&address), &size) == 0);
+    const auto port = std::to_string(ntohs(address.sin_port));
+
+    CHECK_FALSE(listening_address(tcp.get())); // bound, not listening: systemd never hands that
+    REQUIRE(::listen(tcp.get(), 4) == 0);
+    CHECK(listening_address(tcp.get()) == "127.0.0.1:" + port);
+
+    UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    CHECK_FALSE(listening_address(udp.get()));
+    UniqueFd unix_socket(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    CHECK_FALSE(listening_address(unix_socket.get()));
+
+    CHECK(listen_candidates("127.0.0.1:" + port) == std::vector<std::string>{"127.0.0.1:" + port});
+    CHECK(listen_candidates("[::1]:7433") == std::vector<std::string>{"[::1]:7433"});
+    CHECK(listen_candidates("0.0.0.0:7433") == std::vector<std::string>{"0.0.0.0:7433"});
+    const auto local = listen_candidates("localhost:7433");
+    CHECK(std::find(local.begin(), local.end(), "127.0.0.1:7433") != local.end());
 }
