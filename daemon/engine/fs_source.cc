@@ -61,7 +61,22 @@ Result<ColdProbe> probe_zero_regions(const Device& device,
         return Error{-ENOSPC, "too little never-written free space to probe (" +
                                   std::to_string(places.size()) + " of " + std::to_string(looked) +
                                   " regions of 4 MiB claimed read all-zero)"};
-    return probe_regions(device, places, [&claim] { return claim.lost(); }, true);
+    return probe_regions(
+        device, places, [&claim] { return claim.lost(); }, true);
+}
+
+// FIEMAP's places must lie on the filesystem's device: one past its end (an xfs
+// realtime file, a filesystem over several devices) is on another device, and the
+// same offset of this one is someone else's.
+Result<void> on_the_device(const std::vector<ClaimedExtent>& extents, uint64_t device_bytes) {
+    for (const auto& e : extents)
+        if (e.device_offset + e.length > device_bytes)
+            return Error{-ERANGE, "the filesystem placed claimed space at " +
+                                      std::to_string(e.device_offset) + "+" +
+                                      std::to_string(e.length) + ", past the end of its device (" +
+                                      std::to_string(device_bytes) +
+                                      " bytes): not where the job may write"};
+    return {};
 }
 
 } // namespace
@@ -81,6 +96,8 @@ Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
     auto extents = claim.claim(bytes);
     if (!extents)
         return extents.error();
+    if (auto placed = on_the_device(*extents, options.device_bytes); !placed)
+        return placed.error();
     auto probe = probe_zero_regions(device, *extents, options.disk_offset, regions_wanted,
                                     regions_needed, claim);
     // The filesystem went (unmounted, the claim removed): nothing to give back to,
@@ -94,7 +111,6 @@ Result<ColdProbe> probe_in_claim(const Device& device, SpaceClaim& claim,
         return settled.error();
     return probe;
 }
-
 
 FsSource::FsSource(std::unique_ptr<SpaceClaim> claim, FsSourceOptions options, RangeSet done)
     : m_claim(std::move(claim)), m_options(options), m_done(std::move(done)),
@@ -211,6 +227,8 @@ Result<void> FsSource::claim_more() {
     auto extents = m_claim->claim(bytes);
     if (!extents)
         return extents.error();
+    if (auto placed = on_the_device(*extents, m_options.device_bytes); !placed)
+        return placed.error();
     uint64_t got = 0;
     const size_t queued = m_queue.size();
     for (const auto& e : *extents) {

@@ -32,6 +32,7 @@ namespace prewarmd {
 
 struct FsSourceOptions {
     uint64_t disk_offset = 0;   // where the filesystem's device begins on the disk
+    uint64_t device_bytes = 0;  // its size: a claimed place past its end stops the job
     uint64_t backend_block = 0; // chunks are whole, aligned backend blocks of the disk
     uint64_t chunk = 0;         // a multiple of the backend block
     uint64_t reserve = 0;       // available space never claimed

@@ -83,6 +83,7 @@ Result<std::unique_ptr<JobWork>> open_filesystem_work(const JobSpec& spec, const
         return claim.error();
     FsSourceOptions options;
     options.disk_offset = fs.offset_bytes;
+    options.device_bytes = fs.size_bytes;
     options.backend_block = spec.options.backend_block_bytes;
     options.reserve = kind.reserve_bytes;
     if (events) {

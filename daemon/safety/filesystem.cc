@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <set>
@@ -46,6 +47,9 @@ Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
         return refused(mount_point, mount->fstype + " is not supported yet (ext4 and xfs are)");
     if (!has_option(mount->options, "rw"))
         return refused(mount_point, "mounted read-only");
+    // A file there may live on the realtime device, where FIEMAP's places are.
+    if (mount->fstype == "xfs" && mount->options.find("rtdev=") != std::string::npos)
+        return refused(mount_point, "xfs with a realtime device is not supported");
 
     FilesystemTarget t;
     t.mount_point = mount_point;
@@ -63,9 +67,22 @@ Result<FilesystemTarget> find_filesystem(const std::string& mount_point,
     if (disks.size() != 1)
         return refused(mount_point, "not on one disk");
     t.disk = *disks.begin();
-    if (t.disk != t.device)
-        t.offset_bytes = number(sys.attribute(t.device, "start")) * 512;
+    if (t.disk != t.device) {
+        // Only a partition's place on its disk is known (sysfs start); a device
+        // stacked on the disk (bcache, drbd) keeps its data at an offset of its own.
+        const auto parts = sys.partitions(t.disk);
+        if (std::find(parts.begin(), parts.end(), t.device) == parts.end())
+            return refused(mount_point, t.device + " is stacked on " + t.disk +
+                                            " (bcache, say): where its data lies on the disk "
+                                            "is not known");
+        const auto start = sys.attribute(t.device, "start");
+        if (start.empty())
+            return refused(mount_point, "cannot read where " + t.device + " starts on " + t.disk);
+        t.offset_bytes = number(start) * 512;
+    }
     t.size_bytes = number(sys.attribute(t.device, "size")) * 512;
+    if (t.size_bytes == 0)
+        return refused(mount_point, "cannot read the size of " + t.device);
     if (has_option(mount->options, "discard") &&
         number(sys.attribute(t.disk, "queue/discard_max_bytes")) > 0)
         return refused(mount_point, "mounted with discard on a disk that discards: the space it "

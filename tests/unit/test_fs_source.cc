@@ -72,6 +72,7 @@ private:
 FsSourceOptions options(uint64_t reserve, uint64_t disk_offset = 0) {
     FsSourceOptions o;
     o.disk_offset = disk_offset;
+    o.device_bytes = 1024 * MiB; // past every FakeFs here
     o.backend_block = 2 * MiB;
     o.chunk = 4 * MiB;
     o.reserve = reserve;
@@ -214,4 +215,18 @@ TEST_CASE("fs source: sparse, one piece at the start of each whole block, standi
     CHECK(pieces == covered.total_bytes() / (2 * MiB));
     CHECK(source.total_bytes() == covered.total_bytes());
     CHECK(f.available().value() >= 8 * MiB);
+}
+
+TEST_CASE("fs source: a claimed place past the end of the filesystem's device stops it") {
+    // As an xfs realtime file would map: on another device, at offsets this one has.
+    auto fs = std::make_unique<FakeFs>(64 * MiB);
+    auto o = options(8 * MiB);
+    o.device_bytes = 20 * MiB;
+    FsSource source(std::move(fs), o, {});
+    const auto first = drain(source); // the first step, 0-16 MiB, lies on the device
+    CHECK(first.covers(0, 16 * MiB));
+    CHECK(source.peek() == nullptr); // the next, 16-32 MiB, does not
+    const auto stopped = source.tick(Clock::now());
+    REQUIRE_FALSE(stopped);
+    CHECK(stopped.error().message.find("past the end of its device") != std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "safety/filesystem.hh"
 #include "safety/system.hh"
 #include "temp_dir.hh"
 
@@ -71,6 +72,9 @@ public:
         fs::create_directory_symlink("../../" + device, root() + "/class/block/" + name);
         fs::create_directory_symlink("../../" + device, root() + "/dev/block/" + majmin);
     }
+    void set(const std::string& name, const std::string& attribute, const std::string& value) {
+        write(dir_of(name) + "/" + attribute, value);
+    }
     void stack(const std::string& upper, const std::string& lower) {
         fs::create_directory_symlink("../../" + name_path(lower),
                                      dir_of(upper) + "/slaves/" + lower);
@@ -120,6 +124,45 @@ TEST_CASE("sysfs: partitions, holders, and the disks under a stack") {
     CHECK(p.root == std::set<std::string>{"202:0"});
     CHECK(p.boot == std::set<std::string>{"202:16", "202:32"});
     CHECK(p.swap.empty());
+}
+
+TEST_CASE(
+    "filesystem target: a partition's place on its disk; a stacked device, xfs realtime refused") {
+    FakeSys f;
+    f.disk("xvdb", "202:16");
+    f.disk("xvdb1", "202:17", "xvdb");
+    f.set("xvdb1", "start", "2048");
+    f.set("xvdb1", "size", "4194304");
+    f.disk("xvdc", "202:32");
+    f.disk("xvdc1", "202:33", "xvdc");
+    f.set("xvdc1", "start", "2048");
+    f.disk("bcache0", "252:0"); // its data 8 KiB into xvdc1, which sysfs does not say
+    f.set("bcache0", "size", "4194288");
+    f.stack("bcache0", "xvdc1");
+    const SysBlock sys(f.root());
+    const std::vector<MountEntry> mounts{{"202:17", "/data", "/dev/xvdb1", "ext4", "rw,relatime"},
+                                         {"252:0", "/cache", "/dev/bcache0", "xfs", "rw"}};
+
+    const auto data = find_filesystem("/data", mounts, sys);
+    REQUIRE_MESSAGE(data.ok(), (data.ok() ? "" : data.error().message));
+    CHECK(data->disk == "xvdb");
+    CHECK(data->offset_bytes == 2048 * 512);
+    CHECK(data->size_bytes == 4194304ULL * 512);
+
+    const auto cache = find_filesystem("/cache", mounts, sys);
+    REQUIRE_FALSE(cache.ok());
+    CHECK(cache.error().message.find("bcache0 is stacked on xvdc") != std::string::npos);
+
+    const std::vector<MountEntry> realtime{
+        {"202:17", "/data", "/dev/xvdb1", "xfs", "rw,relatime,rtdev=/dev/xvdd,noquota"}};
+    const auto rt = find_filesystem("/data", realtime, sys);
+    REQUIRE_FALSE(rt.ok());
+    CHECK(rt.error().message.find("realtime device") != std::string::npos);
+
+    f.set("xvdb1", "start", ""); // unreadable: never taken as 0
+    const auto unknown = find_filesystem("/data", mounts, sys);
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.error().message.find("cannot read where xvdb1 starts") != std::string::npos);
 }
 
 TEST_CASE("openers: another process holding a block device open is found") {
