@@ -149,6 +149,8 @@ ApiResponse error_response(const Error& error) {
         return problem(409, "wrong-state", "Not in that state", error.message);
     case EAGAIN:
         return problem(503, "busy", "Busy", error.message);
+    case ENOSPC:
+        return problem(507, "not-recorded", "Not recorded", error.message);
     default:
         return problem(500, "internal", "Internal error", error.message);
     }

@@ -53,6 +53,7 @@ struct Scheduler::Entry {
     JobKind kind = BlockJob{};
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
+    std::string unsaved; // why its record could not be saved ("" once it was)
 };
 
 namespace {
@@ -139,7 +140,7 @@ unsigned Scheduler::running_jobs() const {
                       [](const auto& kv) { return kv.second->job != nullptr; }));
 }
 
-void Scheduler::save(const Entry& e) {
+void Scheduler::save(Entry& e) {
     JobRecord r;
     r.identity = e.identity;
     r.state = std::string(to_string(e.state));
@@ -155,8 +156,27 @@ void Scheduler::save(const Entry& e) {
     r.skipped_bytes = progress.skipped_bytes;
     r.updated_unix = now_unix();
     r.probe = e.job ? e.job->probe() : e.probe;
-    if (auto saved = m_state.save(r); !saved)
-        log(true, e, "cannot save its record: " + saved.error().message);
+    auto saved = m_state.save(r);
+    if (saved) {
+        if (!e.unsaved.empty())
+            log(false, e, "its record is saved now");
+        e.unsaved.clear();
+        return;
+    }
+    if (e.unsaved.empty())
+        log(true, e,
+            "cannot save its record (" + saved.error().message +
+                "): tried again every 5 s; until then a restart would find the one before");
+    e.unsaved = saved.error().message;
+    if (!m_save_retry)
+        m_save_retry = Clock::now() + std::chrono::seconds(5);
+}
+
+void Scheduler::retry_saves() {
+    m_save_retry.reset();
+    for (auto& [identity, e] : m_entries)
+        if (!e->unsaved.empty())
+            save(*e);
 }
 
 // Every change of a disk's state: checked against the table, recorded first (whoever
@@ -777,6 +797,12 @@ Result<void> Scheduler::cancel(const std::string& identity) {
     if (e->state == DiskState::done)
         return Error{-EINVAL, identity + " is done: nothing to cancel"};
     enter_end(*e, DiskState::cancelled, "cancelled on request");
+    if (!e->unsaved.empty())
+        return Error{-ENOSPC, identity + " is cancelled, but its record could not be saved (" +
+                                  e->unsaved +
+                                  "): until it is, a restart would take up its "
+                                  "job again; make room in " +
+                                  m_state.path()};
     return {};
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.hh"
 #include "config/config.hh"
 #include "control/schema.hh"
 #include "scheduler/disk_state.hh"
@@ -154,6 +155,11 @@ public:
     // stays recorded as it was, to resume at the next start. Returns when all did.
     void shutdown();
 
+    // Records that could not be saved (the state directory full) are tried again
+    // at this time, until they are: a restart meanwhile would find the old ones.
+    std::optional<Clock::time_point> next_save_retry() const { return m_save_retry; }
+    void retry_saves();
+
     std::vector<DiskView> disks() const;
     std::optional<DiskView> disk(const std::string& identity) const;
     // One line for systemd's STATUS=: "warming xvdb 42% at 120 MiB/s, 1 queued".
@@ -193,7 +199,7 @@ private:
     void enter_paused(Entry& entry, std::string reason);
     void enter_end(Entry& entry, DiskState state, std::string reason);
 
-    void save(const Entry& entry);
+    void save(Entry& entry);
     JobSpec spec_for(const Entry& entry) const;
     std::optional<uint64_t> override_rate(const Entry& entry) const;
     unsigned running_jobs() const;
@@ -210,6 +216,7 @@ private:
     bool m_boot_finished = true;
     uint64_t m_next_order = 0;
     bool m_shutting_down = false;
+    std::optional<Clock::time_point> m_save_retry;
     bool m_held = false;
     unsigned m_illegal_transitions = 0;
 };

@@ -292,6 +292,9 @@ Result<void> Service::start_sources() {
     // Grace outcomes come from an open seen (the fd) or a period ended (the timer).
     m_handles.push_back(
         m_loop->timer([this] { return m_grace->next_deadline(); }, [this] { grace_outcomes(); }));
+    // Records the state directory had no room for, tried again.
+    m_handles.push_back(m_loop->timer([this] { return m_scheduler->next_save_retry(); },
+                                      [this] { m_scheduler->retry_saves(); }));
     // Once a second while a job runs (STATUS=, progress events, adaptive mode);
     // nothing when idle. Its own clock: other events do not put it off.
     m_handles.push_back(m_loop->timer(

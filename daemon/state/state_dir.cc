@@ -81,7 +81,19 @@ Result<StateDir> StateDir::open(const std::string& path) {
     if (::ftruncate(dir.m_lock.get(), 0) < 0 ||
         !pwrite_full(dir.m_lock.get(), pid.data(), pid.size(), 0))
         return errno_error("write " + lock_path);
+    dir.keep_spare();
     return dir;
+}
+
+void StateDir::keep_spare() const {
+    if (m_spare)
+        return;
+    const auto path = m_path + "/spare";
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd && ::fallocate(fd.get(), 0, 0, spare_bytes) == 0)
+        m_spare = true;
+    else
+        ::unlink(path.c_str()); // none rather than one that holds less than it says
 }
 
 std::string StateDir::checkpoint_path(const std::string& identity) const {
@@ -105,8 +117,17 @@ Result<void> StateDir::save(const JobRecord& r) const {
          r.updated_unix ? r.updated_unix : static_cast<int64_t>(std::time(nullptr))},
         {"probe", to_json(r.probe)},
     };
-    return write_file_atomically(m_path + "/jobs/" + r.identity + ".json",
-                                 seal(record_kind, 1, json_text(j) + "\n"));
+    const auto path = m_path + "/jobs/" + r.identity + ".json";
+    const auto text = seal(record_kind, 1, json_text(j) + "\n");
+    auto written = write_file_atomically(path, text);
+    if (!written && (written.error().err == -ENOSPC || written.error().err == -EDQUOT) && m_spare &&
+        ::unlink((m_path + "/spare").c_str()) == 0) {
+        m_spare = false;
+        written = write_file_atomically(path, text);
+    }
+    if (written)
+        keep_spare();
+    return written;
 }
 
 Result<void> StateDir::forget(const std::string& identity) const {

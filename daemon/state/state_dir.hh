@@ -38,6 +38,10 @@ public:
 
     const std::string& path() const { return m_path; }
     std::string checkpoint_path(const std::string& identity) const;
+    // Written atomically. Short of space (ENOSPC, EDQUOT), the directory's spare
+    // goes and the write is tried again: a record that says "cancelled" or "done"
+    // is kept on a full filesystem, where the one it replaces would come back to
+    // life at the next start. The spare is made again once there is room.
     Result<void> save(const JobRecord& record) const;
     Result<void> forget(const std::string& identity) const;
     // The disk's checkpoint gone: its next job starts from nothing.
@@ -50,9 +54,13 @@ public:
     // Every record; damaged ones are moved into damaged/ and named.
     Loaded load() const;
 
+    static constexpr uint64_t spare_bytes = 1 << 20; // STATE/spare
+
 private:
+    void keep_spare() const;
     std::string m_path;
     UniqueFd m_lock;
+    mutable bool m_spare = false; // STATE/spare is there, allocated
 };
 
 } // namespace prewarmd
