@@ -25,6 +25,8 @@ struct DiskInfo {
     std::string parent_subsystem;
     std::string parent_driver;
     std::map<std::string, std::string> parent_attributes; // nodename, devtype, ...
+    // Which volume it is, where the backend says (discovery/xenstore.hh); "" unknown.
+    std::string volume;
 
     std::string property(const std::string& key) const;
     std::string attribute(const std::string& key) const;

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <charconv>
 
+#include "discovery/xenstore.hh"
+
 namespace prewarmd {
 namespace {
 
@@ -72,6 +74,7 @@ DiskInfo disk_info(udev_device* device) {
             if (const char* value = udev_device_get_sysattr_value(parent, attribute))
                 d.parent_attributes[attribute] = value;
     }
+    d.volume = xen_volume(d);
     return d;
 }
 

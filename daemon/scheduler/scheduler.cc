@@ -54,6 +54,7 @@ struct Scheduler::Entry {
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
     std::string unsaved; // why its record could not be saved ("" once it was)
+    std::string volume;  // which volume its record and job are for (DiskInfo::volume)
 };
 
 namespace {
@@ -100,6 +101,7 @@ Scheduler::Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks
         entry->last.skipped_bytes = r.skipped_bytes;
         entry->last.total_bytes = r.size_bytes;
         entry->probe = r.probe;
+        entry->volume = r.volume;
         m_entries[r.identity] = std::move(entry);
     }
 }
@@ -126,11 +128,25 @@ const Scheduler::Entry* Scheduler::find(const std::string& identity) const {
 Scheduler::Entry& Scheduler::entry_for(const DiskInfo& disk) {
     const auto identity = disk_identity(disk);
     auto& slot = m_entries[identity];
+    // Another volume in the slot (where the backend tells them apart): nothing of
+    // the one before applies to it, not its job, its checkpoint or its request.
+    if (slot && !slot->job && !slot->volume.empty() && !disk.volume.empty() &&
+        slot->volume != disk.volume) {
+        if (m_hooks.log)
+            m_hooks.log(false, identity + " (" + disk.name + "): another volume in its slot (" +
+                                   disk.volume + ", not " + slot->volume +
+                                   "): its record and checkpoint are dropped, it is judged anew");
+        if (slot->has_record)
+            m_state.forget(identity);
+        slot.reset();
+    }
     if (!slot) {
         slot = std::make_unique<Entry>();
         slot->identity = identity;
     }
     slot->disk = disk;
+    if (!disk.volume.empty())
+        slot->volume = disk.volume;
     return *slot;
 }
 
@@ -156,6 +172,7 @@ void Scheduler::save(Entry& e) {
     r.skipped_bytes = progress.skipped_bytes;
     r.updated_unix = now_unix();
     r.probe = e.job ? e.job->probe() : e.probe;
+    r.volume = e.volume;
     auto saved = m_state.save(r);
     if (saved) {
         if (!e.unsaved.empty())

@@ -47,6 +47,7 @@ Result<JobRecord> parse_record(std::string_view text) {
         r.skipped_bytes = j.at("skipped_bytes").get<uint64_t>();
         r.updated_unix = j.at("updated_unix").get<int64_t>();
         r.probe = probe_figures_from(j.value("probe", nlohmann::json()));
+        r.volume = j.value("volume", "");
         return r;
     } catch (const std::exception& e) {
         return Error{-EBADMSG, std::string("a field is missing or wrong: ") + e.what()};
@@ -116,6 +117,7 @@ Result<void> StateDir::save(const JobRecord& r) const {
         {"updated_unix",
          r.updated_unix ? r.updated_unix : static_cast<int64_t>(std::time(nullptr))},
         {"probe", to_json(r.probe)},
+        {"volume", r.volume},
     };
     const auto path = m_path + "/jobs/" + r.identity + ".json";
     const auto text = seal(record_kind, 1, json_text(j) + "\n");
@@ -130,11 +132,10 @@ Result<void> StateDir::save(const JobRecord& r) const {
     return written;
 }
 
-Result<void> StateDir::forget(const std::string& identity) const {
+void StateDir::forget(const std::string& identity) const {
     std::error_code ec;
     fs::remove(m_path + "/jobs/" + identity + ".json", ec);
     drop_checkpoint(identity);
-    return {};
 }
 
 void StateDir::drop_checkpoint(const std::string& identity) const {

@@ -28,6 +28,7 @@ struct JobRecord {
     uint64_t skipped_bytes = 0;
     int64_t updated_unix = 0;
     ProbeFigures probe; // cold before the job wrote, warm once done
+    std::string volume; // DiskInfo::volume of the disk it was for; "" unknown
 };
 
 class StateDir {
@@ -43,7 +44,8 @@ public:
     // is kept on a full filesystem, where the one it replaces would come back to
     // life at the next start. The spare is made again once there is room.
     Result<void> save(const JobRecord& record) const;
-    Result<void> forget(const std::string& identity) const;
+    // The record and the checkpoint gone (one that stays is judged again at the next start).
+    void forget(const std::string& identity) const;
     // The disk's checkpoint gone: its next job starts from nothing.
     void drop_checkpoint(const std::string& identity) const;
 

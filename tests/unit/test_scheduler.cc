@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -487,6 +488,54 @@ TEST_CASE("what comes back in a detached disk's place is judged afresh: its job 
         CHECK(h.state_of(d) == DiskState::skipped);
     }
     CHECK(h.host.jobs.empty());
+}
+
+TEST_CASE("another volume in a detached disk's slot: its record, checkpoint and request dropped") {
+    Harness h("auto_prefill = \"never\"\n"); // a job only when asked for
+    auto first = xen_disk("xvdb", 51728);
+    first.volume = "params=/var/lib/xen/a.raw";
+    h.scheduler->on_attached(first);
+    REQUIRE(h.scheduler->start(disk_identity(first), {}).ok());
+    REQUIRE(h.host.jobs.count("xvdb"));
+    const auto checkpoint = h.host.specs["xvdb"].options.checkpoint_path;
+    std::ofstream(checkpoint) << "progress of a.raw";
+    h.scheduler->on_detached(first);
+    h.scheduler->reap();
+    REQUIRE(h.state_of(first) == DiskState::detached);
+    h.host.jobs.clear();
+
+    SUBCASE("the same volume back: its asked-for job goes on after the grace") {
+        h.scheduler->on_attached(first);
+        CHECK(h.state_of(first) == DiskState::waiting);
+        CHECK(std::filesystem::exists(checkpoint));
+        h.quiet(first);
+        CHECK(h.state_of(first) == DiskState::running);
+    }
+    SUBCASE("another one: judged as a disk never seen, nobody asked for it") {
+        auto other = first;
+        other.volume = "params=/var/lib/xen/b.raw";
+        h.scheduler->on_attached(other);
+        CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
+            return l.find("(xvdb): another volume in its slot (params=/var/lib/xen/b.raw, not "
+                          "params=/var/lib/xen/a.raw)") != std::string::npos;
+        }));
+        CHECK_FALSE(std::filesystem::exists(checkpoint));
+        CHECK(h.state->load().records.empty());
+        CHECK(h.state_of(other) == DiskState::discovered);
+        CHECK(h.host.jobs.empty());
+        // Asked for now: recorded with its own volume, which a restart tells apart.
+        REQUIRE(h.scheduler->start(disk_identity(other), {}).ok());
+        const auto records = h.state->load().records;
+        REQUIRE(records.size() == 1);
+        CHECK(records[0].volume == "params=/var/lib/xen/b.raw");
+    }
+    SUBCASE("a backend that does not say: as before, its job goes on after the grace") {
+        auto unknown = first;
+        unknown.volume.clear();
+        h.scheduler->on_attached(unknown);
+        CHECK(h.state_of(unknown) == DiskState::waiting);
+        CHECK(std::filesystem::exists(checkpoint));
+    }
 }
 
 TEST_CASE("after a restart: running jobs resume, done disks stay done, user stops stay") {
