@@ -1,6 +1,7 @@
 """Bad requests over real HTTP, byte for byte, to a running daemon.
 
 usage: raw_requests.py table PORT TOKEN | budget PORT PER_PEER WORKERS | rate PORT PER_SECOND
+       | siege PORT UID STOP_FILE
 
 Each row of the table is a request no curl would send (smuggling, oversize, stalls,
 injection); each must get a clear 4xx (or a closed connection where HTTP cannot
@@ -369,6 +370,74 @@ def rate_limit(port, rate):
     return 1 if c.failed else 0
 
 
+def siege(port, uid, stop_file):
+    """As user UID, until STOP_FILE exists: 40 connections kept begun and trickled a
+    byte every half second (each reconnected once refused or timed out), event
+    streams opened, and a header line without end sent again and again (a second
+    process). Prints what the daemon answered, as JSON, at the end."""
+    port, uid = int(port), int(uid)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    seen = {}
+
+    def note(r):
+        key = str(status_of(r))
+        seen[key] = seen.get(key, 0) + 1
+
+    liner = os.fork()
+    if liner == 0:
+        while not os.path.exists(stop_file):
+            try:
+                s = connect(port)
+                s.sendall(b"GET /v1/disks HTTP/1.1\r\nX-Long: ")
+                for _ in range(1024):
+                    if select.select([s], [], [], 0)[0]:
+                        break
+                    s.sendall(b"a" * 65536)
+                s.close()
+            except OSError:
+                time.sleep(0.1)
+        os._exit(0)
+    held = []  # [socket, is an event stream]
+    while not os.path.exists(stop_file):
+        while len(held) < 40:
+            stream = len(held) % 4 == 0
+            try:
+                s = connect(port)
+                s.sendall(request("GET", "/v1/events") if stream
+                          else b"GET /v1/disks HTTP/1.1\r\n")
+                s.setblocking(False)
+                held.append([s, stream])
+            except OSError:
+                break
+        time.sleep(0.5)
+        for entry in list(held):
+            s, stream = entry
+            try:
+                if not select.select([s], [], [], 0)[0]:
+                    if not stream:
+                        s.send(b"X")
+                    continue
+                data = s.recv(65536)
+                if stream and data.startswith(b"HTTP/1.1 200"):
+                    note(["stream 200"])
+                    entry[1] = "open"
+                    continue
+                if stream == "open" and data:
+                    continue
+                note([int(data.split(b" ")[1])] if data.startswith(b"HTTP/1.1 ") else None)
+            except (OSError, ValueError, IndexError):
+                note(None)
+            s.close()
+            held.remove(entry)
+    for s, _ in held:
+        s.close()
+    os.waitpid(liner, 0)
+    print(json.dumps(seen))
+    return 0
+
+
 if __name__ == "__main__":
-    modes = {"table": main, "budget": connection_budget, "rate": rate_limit}
+    modes = {"table": main, "budget": connection_budget, "rate": rate_limit, "siege": siege}
     sys.exit(modes[sys.argv[1]](*sys.argv[2:]))
