@@ -56,7 +56,9 @@ public:
     // Every record; damaged ones are moved into damaged/ and named.
     Loaded load() const;
 
-    static constexpr uint64_t spare_bytes = 1 << 20; // STATE/spare
+    // STATE/spare: room for a record (a block or two) many times over, and little
+    // taken from the VM's filesystem.
+    static constexpr uint64_t spare_bytes = 64 << 10;
 
 private:
     void keep_spare() const;

@@ -12,16 +12,6 @@ done
 sim_up --disk e=1GiB --disk x=1GiB
 head -c 256M /dev/urandom >"$TEST_DIR/data"
 
-# Until the job on MOUNT has claimed 64 MiB of the BEFORE bytes available (10 s).
-wait_for_claim() { # MOUNT BEFORE
-    local _
-    for _ in $(seq 100); do
-        (($(avail "$1") < $2 - (64 << 20))) && return 0
-        sleep 0.1
-    done
-    fail "$fs: the job claimed nothing in 10 s ($(avail "$1") of $2 available)"
-}
-
 for fs in ext4 xfs; do
     dev=$(dev_of "${fs:0:1}")
     mnt=$TEST_DIR/mnt-$fs

@@ -46,17 +46,6 @@ workload() { # MOUNT STOP
     echo "$bytes" >"$mount.bytes"
 }
 
-# Until the job running on MOUNT has claimed 64 MiB of the BEFORE bytes available
-# (10 s at most): it is mid-job then.
-wait_for_claim() { # MOUNT BEFORE
-    local _
-    for _ in $(seq 100); do
-        (($(avail "$1") < $2 - (64 << 20))) && return 0
-        sleep 0.1
-    done
-    fail "$fs: the job claimed nothing in 10 s ($(avail "$1") of $2 available)"
-}
-
 # The least available space seen, every 10 ms, until STOP exists.
 watch_space() { # MOUNT STOP OUT
     local least=-1 now

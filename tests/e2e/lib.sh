@@ -110,6 +110,17 @@ settled_avail() { # MOUNT
     avail "$1"
 }
 
+# Until a filesystem job running on MOUNT has claimed 64 MiB of the BEFORE bytes
+# available (10 s at most): it is mid-job then.
+wait_for_claim() { # MOUNT BEFORE
+    local _
+    for _ in $(seq 100); do
+        (($(avail "$1") < $2 - (64 << 20))) && return 0
+        sleep 0.1
+    done
+    fail "$1: the job claimed nothing in 10 s ($(avail "$1") of $2 available)"
+}
+
 # Waits until process PID runs NAME (5 s at most). `NAME ... <FILE &` has FILE open
 # by then: the shell opens it before the exec.
 wait_exec() { # PID NAME

@@ -33,7 +33,7 @@ for name in one two three; do
 done
 check_eq "${#queued[@]}" 2 "disks queued behind the running one"
 first=${queued[0]} second=${queued[1]}
-check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((1 << 20)) "the state directory's spare"
+check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((64 << 10)) "the state directory's spare"
 TOKEN=$(api_token)
 
 # Fills it up again: the running job's checkpoints give back a page now and then.
@@ -49,7 +49,7 @@ fill
 check_eq "$(cancel "$first")" 200 "a cancel on the full directory"
 check_eq "$(record_of "$first" state)" cancelled "its record, written in the spare's room"
 # The record replaced one as big, which gave the room back: the spare is made again.
-check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((1 << 20)) "the spare after it"
+check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((64 << 10)) "the spare after it"
 
 # As for a daemon that found no room for its spare: none.
 rm "$TEST_DIR/state/spare"
@@ -69,7 +69,7 @@ stop_daemon
 start_daemon "$config"
 wait_for_api
 wait_for_log "queued -> running" # the third disk's job, resumed
-check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((1 << 20)) "the spare, made again at the start"
+check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((64 << 10)) "the spare, made again at the start"
 for name in "$first" "$second"; do
     check_eq "$(state_of "$name")" cancelled "$name after the restart"
     if grep -Eq "$(disk_pattern "$name"): .*(resuming|queued)" "$DAEMON_LOG"; then
