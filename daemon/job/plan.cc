@@ -31,7 +31,9 @@ Result<Plan> full(const PlanInputs&) {
     return Plan{};
 }
 
-// Sparse where the probe proved a first write warms its whole block, else every byte.
+// Sparse where the probe proved a first write warms its whole block and zero
+// writes are kept, else every byte: where zeros may be discarded, one write per
+// block warms less than nothing would tell.
 Result<Plan> automatic(const PlanInputs& in) {
     if (!in.probe)
         return Plan{};
@@ -41,6 +43,9 @@ Result<Plan> automatic(const PlanInputs& in) {
     const auto& probe = **in.probe;
     if (probe.allocation != Allocation::whole_block)
         return Plan{.note = "full writes: " + found(probe)};
+    if (probe.zero_writes != ZeroWrites::kept)
+        return Plan{.note = "full writes: zero writes " + std::string(to_string(probe.zero_writes)) +
+                            " (" + probe.zero_writes_note + ")"};
     return sparse_plan(in, &probe, probe.allocation_note);
 }
 

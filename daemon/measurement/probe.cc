@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -79,22 +80,30 @@ Result<double> timed_read(int fd, unsigned char* buffer, uint64_t offset) {
 
 // One calibration region, 4 MiB from `offset`: a read of never-written space 3 MiB
 // on (before anything near it is read or written: a cache between would serve it
-// otherwise), its first write, the write 4 KiB beside it just after, writes
-// 64 KiB, 128 KiB ... 2 MiB on, and the first place again (warm by then).
+// otherwise), a control (the previous region's start, written before: warm),
+// its first write, the write 4 KiB beside it just after, writes 64 KiB,
+// 128 KiB ... 2 MiB on, and the first place again (warm by then).
 struct Calibration {
-    double never = 0, first = 0, beside = 0, again = 0;
+    double never = 0, control = 0, first = 0, beside = 0, again = 0; // control 0: none
     uint64_t granularity = 0; // 0: not told
 };
 
 constexpr uint64_t never_read_at = 3ULL << 20; // into a region
 
 Result<Calibration> calibrate(int fd, unsigned char* buffer, uint64_t offset,
+                              std::optional<uint64_t> control_at,
                               const SomeoneElse& someone_else) {
     Calibration c;
     auto never = timed_read(fd, buffer, offset + never_read_at);
     if (!never)
         return never.error();
     c.never = *never;
+    if (control_at) {
+        auto control = timed_rewrite(fd, buffer, *control_at, someone_else);
+        if (!control)
+            return control.error();
+        c.control = *control;
+    }
     auto first = timed_rewrite(fd, buffer, offset, someone_else);
     if (!first)
         return first.error();
@@ -120,13 +129,17 @@ Result<Calibration> calibrate(int fd, unsigned char* buffer, uint64_t offset,
 
 // The rewrite figures, the granularity (the regions' median) and the verdict.
 void judge_regions(ColdProbe& out, const std::vector<Calibration>& regions) {
-    std::vector<double> never, first, beside, again;
+    std::vector<double> never, first, beside, again, controlled_first, control;
     std::vector<uint64_t> estimates;
     for (const auto& r : regions) {
         never.push_back(r.never);
         first.push_back(r.first);
         beside.push_back(r.beside);
         again.push_back(r.again);
+        if (r.control > 0) {
+            controlled_first.push_back(r.first);
+            control.push_back(r.control);
+        }
         if (r.granularity)
             estimates.push_back(r.granularity);
     }
@@ -144,7 +157,7 @@ void judge_regions(ColdProbe& out, const std::vector<Calibration>& regions) {
     }
     judge_allocation(out, first, beside, again);
     out.never_read = summarize(never);
-    judge_zero_writes_by_reads(out, again, never);
+    judge_zero_writes_by_reads(out, again, never, controlled_first, control);
 }
 
 // The median of a[i] / b[i]: pairs timed back to back, which a busy machine slows alike.
@@ -217,22 +230,32 @@ std::string_view to_string(ZeroWrites zero_writes) {
 }
 
 void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& again_s,
-                                const std::vector<double>& never_s) {
+                                const std::vector<double>& never_s,
+                                const std::vector<double>& first_s,
+                                const std::vector<double>& control_s) {
+    std::string penalty;
     if (has_penalty(probe)) {
-        probe.zero_writes = ZeroWrites::kept;
-        probe.zero_writes_note = "a first zero write costs " +
-                                 format_ratio(penalty_ratio(probe.cold, probe.rewrite), 2) +
-                                 " a second: zero writes allocate";
-        return;
+        const double paired = std::min(first_s.size(), control_s.size()) >= 4
+                                  ? median_ratio(first_s, control_s)
+                                  : 0;
+        penalty = "a first zero write costs " +
+                  format_ratio(penalty_ratio(probe.cold, probe.rewrite), 2) + " a second, " +
+                  format_ratio(paired, 2) + " a warm write just before it";
+        if (paired >= 3) {
+            probe.zero_writes = ZeroWrites::kept;
+            probe.zero_writes_note = penalty + ": zero writes allocate";
+            return;
+        }
+        penalty = " (" + penalty + ": not a penalty of the first write's own)";
     }
     if (again_s.size() < 4 || never_s.size() < 4) {
         probe.zero_writes = ZeroWrites::unknown;
-        probe.zero_writes_note = "too few regions to tell";
+        probe.zero_writes_note = "too few regions to tell" + penalty;
         return;
     }
     const double r = median_ratio(again_s, never_s);
     const std::string figures =
-        "a zero write costs " + format_ratio(r, 2) + " a read of never-written space";
+        "a zero write costs " + format_ratio(r, 2) + " a read of never-written space" + penalty;
     if (r >= 2) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = figures + ": zero writes reach storage";
@@ -369,7 +392,9 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     const auto offsets = cold_offsets(g.size_bytes, out.strides);
     for (size_t i = 0; i < offsets.size(); ++i) {
         if (i < options.calibration_regions) {
-            auto region = calibrate(fd, buffer->get(), offsets[i], options.someone_else);
+            auto region = calibrate(fd, buffer->get(), offsets[i],
+                                    i ? std::optional(offsets[i - 1]) : std::nullopt,
+                                    options.someone_else);
             if (!region)
                 return region.error();
             cold.push_back(region->first);
@@ -397,8 +422,10 @@ Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t
     std::vector<double> cold;
     std::vector<Calibration> measured;
     DataPairs pairs;
-    for (const uint64_t offset : regions) {
-        auto region = calibrate(device.fd(), buffer->get(), offset, someone_else);
+    for (size_t i = 0; i < regions.size(); ++i) {
+        const uint64_t offset = regions[i];
+        auto region = calibrate(device.fd(), buffer->get(), offset,
+                                i ? std::optional(regions[i - 1]) : std::nullopt, someone_else);
         if (!region)
             return region.error();
         cold.push_back(region->first);

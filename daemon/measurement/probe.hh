@@ -137,7 +137,11 @@ void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
 
 // Whether zero writes are kept, where the probe may write only zeros: from the
 // first-write penalty (a first zero write that costs 3x the second allocated
-// something), else from a zero write again (`again_s`) against a 4 KiB read of
+// something), where each region's first write (`first_s`) also costs 3x a warm
+// write timed just before it (`control_s`; the median of the pairs, at least 4:
+// a host busy at the wrong moment, or a cache between busy after the read of
+// never-written space, slows the control as much); else from a zero write again
+// (`again_s`) against a 4 KiB read of
 // never-written space (`never_s`), one of each per calibration region (the median
 // of their ratios, region by region). A kept zero write is a write to storage,
 // dearer than a read that needs none: kept from 2x (one discarding image came to
@@ -145,7 +149,9 @@ void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
 // zero writes cost 0.51x to 0.87x such a read, and kept ones 0.90x to 7.1x
 // (docs/engine.md).
 void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& again_s,
-                                const std::vector<double>& never_s);
+                                const std::vector<double>& never_s,
+                                const std::vector<double>& first_s,
+                                const std::vector<double>& control_s);
 // Where the probe may write any data (a filesystem job's claim): zero writes
 // again against data writes again, in the same regions (the fastest of each: a
 // busy host only adds time). Both are writes to allocated space where zeros are

@@ -15,6 +15,7 @@ ColdProbe probed(Allocation allocation, uint64_t granularity = 2ULL << 20) {
     p.allocation = allocation;
     p.allocation_note = "the evidence";
     p.granularity_bytes = granularity;
+    p.zero_writes = ZeroWrites::kept;
     return p;
 }
 
@@ -49,6 +50,19 @@ TEST_CASE("plan: auto goes sparse only on a whole-block verdict, at the probe's 
         REQUIRE(plan);
         CHECK_FALSE(plan->sparse());
         CHECK(plan->note.find("full writes: the probe found") == 0);
+    }
+}
+
+TEST_CASE("plan: auto writes every byte where zero writes were not found kept") {
+    for (auto zero_writes : {ZeroWrites::unknown, ZeroWrites::discarded}) {
+        auto probe = probed(Allocation::whole_block);
+        probe.zero_writes = zero_writes;
+        probe.zero_writes_note = "the zeros' evidence";
+        auto plan = choose_plan(inputs(Strategy::automatic, probe));
+        REQUIRE(plan);
+        CHECK_FALSE(plan->sparse());
+        CHECK(plan->note.find("full writes: zero writes ") == 0);
+        CHECK(plan->note.find("the zeros' evidence") != std::string::npos);
     }
 }
 
