@@ -41,19 +41,19 @@ Result<void> read_fully(int fd, unsigned char* buffer, size_t bytes, uint64_t of
     return {};
 }
 
-// A 4 KiB write of `buffer` as it is, in seconds. Not when someone else is at the
-// disk, or the space is not the probe's any more.
+// A write of `buffer` as it is (4 KiB unless told), in seconds. Not when someone
+// else is at the disk, or the space is not the probe's any more.
 Result<double> timed_write(int fd, const unsigned char* buffer, uint64_t offset,
-                           const SomeoneElse& someone_else) {
+                           const SomeoneElse& someone_else, size_t bytes = probe_io_bytes) {
     if (someone_else)
         if (auto why = someone_else(); !why.empty())
             return Error{-EBUSY, std::move(why)};
     const auto start = Clock::now();
-    const ssize_t n = ::pwrite(fd, buffer, probe_io_bytes, static_cast<off_t>(offset));
+    const ssize_t n = ::pwrite(fd, buffer, bytes, static_cast<off_t>(offset));
     const auto took = std::chrono::duration<double>(Clock::now() - start).count();
     if (n < 0)
         return errno_error("write at offset " + std::to_string(offset));
-    if (static_cast<size_t>(n) != probe_io_bytes)
+    if (static_cast<size_t>(n) != bytes)
         return Error{-EIO, "short write at offset " + std::to_string(offset)};
     return took;
 }
@@ -89,10 +89,12 @@ struct Calibration {
 };
 
 constexpr uint64_t never_read_at = 3ULL << 20; // into a region
+constexpr size_t pair_io_bytes = 64 << 10;     // a claim's zero and data writes
+constexpr int pairs_per_region = 8;
+static_assert(never_read_at + pair_io_bytes <= calibration_bytes);
 
 Result<Calibration> calibrate(int fd, unsigned char* buffer, uint64_t offset,
-                              std::optional<uint64_t> control_at,
-                              const SomeoneElse& someone_else) {
+                              std::optional<uint64_t> control_at, const SomeoneElse& someone_else) {
     Calibration c;
     auto never = timed_read(fd, buffer, offset + never_read_at);
     if (!never)
@@ -173,20 +175,12 @@ double median_ratio(const std::vector<double>& a, const std::vector<double>& b) 
     return n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
 }
 
-// The least of a over the least of b. A busy machine only ever adds time to an I/O,
-// and unevenly; the fastest of a series of like writes is the nearest to what the
-// backend itself takes. (The median of the pairs' ratios drifted from 0.43x to 0.75x
-// on one discarding disk under load, past the line.)
-double least_ratio(const std::vector<double>& a, const std::vector<double>& b) {
-    if (a.empty() || b.empty())
-        return 0;
-    const double least_b = *std::min_element(b.begin(), b.end());
-    return least_b > 0 ? *std::min_element(a.begin(), a.end()) / least_b : 0;
-}
-
 // Per region, after its calibration: a data write 3 MiB on (where the never-written
-// read was), then three times the zero write at its start again and the data write
-// again, back to back; then zeros where the data was.
+// read was) and a zero write at the region's start, both untimed, then
+// pairs_per_region times the zero write again and the data write again, back to
+// back; then zeros where the data was. Each write is pair_io_bytes: the larger the
+// write, the more a data write costs over a discarded zero write, against a host's
+// jitter that stays the same.
 struct DataPairs {
     std::vector<double> zero_again, data_again;
 };
@@ -194,23 +188,25 @@ struct DataPairs {
 Result<void> time_data_pairs(int fd, unsigned char* buffer, uint64_t offset,
                              const SomeoneElse& someone_else, DataPairs& out) {
     const uint64_t data_at = offset + never_read_at;
-    std::fill(buffer, buffer + probe_io_bytes, free_space_fill);
-    if (auto first = timed_write(fd, buffer, data_at, someone_else); !first)
+    const auto write = [&](unsigned char fill, uint64_t at) {
+        std::fill(buffer, buffer + pair_io_bytes, fill);
+        return timed_write(fd, buffer, at, someone_else, pair_io_bytes);
+    };
+    if (auto first = write(free_space_fill, data_at); !first)
         return first.error();
-    for (int i = 0; i < 3; ++i) {
-        std::fill(buffer, buffer + probe_io_bytes, 0);
-        auto zero = timed_write(fd, buffer, offset, someone_else);
+    if (auto first = write(0, offset); !first)
+        return first.error();
+    for (int i = 0; i < pairs_per_region; ++i) {
+        auto zero = write(0, offset);
         if (!zero)
             return zero.error();
-        std::fill(buffer, buffer + probe_io_bytes, free_space_fill);
-        auto data = timed_write(fd, buffer, data_at, someone_else);
+        auto data = write(free_space_fill, data_at);
         if (!data)
             return data.error();
         out.zero_again.push_back(*zero);
         out.data_again.push_back(*data);
     }
-    std::fill(buffer, buffer + probe_io_bytes, 0);
-    if (auto restored = timed_write(fd, buffer, data_at, someone_else); !restored)
+    if (auto restored = write(0, data_at); !restored)
         return restored.error();
     return {};
 }
@@ -274,12 +270,12 @@ void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero
         probe.zero_writes_note = "too few regions to tell";
         return;
     }
-    const double r = least_ratio(zero_again_s, data_again_s);
+    const double r = median_ratio(zero_again_s, data_again_s);
     const std::string figures = "a zero write costs " + format_ratio(r, 2) + " a data write";
-    if (r >= 0.8) {
+    if (r >= 0.75) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = figures + ": zero writes reach storage";
-    } else if (r > 0 && r < 0.75) {
+    } else if (r > 0 && r < 0.65) {
         probe.zero_writes = ZeroWrites::discarded;
         probe.zero_writes_note = figures + ": this backend discards zero writes";
     } else {
@@ -415,7 +411,7 @@ Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t
                                 const SomeoneElse& someone_else, bool data_allowed) {
     if (regions.empty())
         return Error{-EINVAL, "no region to probe"};
-    auto buffer = aligned_buffer(probe_io_bytes);
+    auto buffer = aligned_buffer(data_allowed ? pair_io_bytes : probe_io_bytes);
     if (!buffer)
         return buffer.error();
     ColdProbe out;
@@ -431,7 +427,8 @@ Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t
         cold.push_back(region->first);
         measured.push_back(*region);
         if (data_allowed)
-            if (auto timed = time_data_pairs(device.fd(), buffer->get(), offset, someone_else, pairs);
+            if (auto timed =
+                    time_data_pairs(device.fd(), buffer->get(), offset, someone_else, pairs);
                 !timed)
                 return timed.error();
     }

@@ -153,10 +153,11 @@ void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& aga
                                 const std::vector<double>& first_s,
                                 const std::vector<double>& control_s);
 // Where the probe may write any data (a filesystem job's claim): zero writes
-// again against data writes again, in the same regions (the fastest of each: a
-// busy host only adds time). Both are writes to allocated space where zeros are
-// kept; a discarded zero write reaches no storage. Discarded under 0.75x, kept from
-// 0.8x, unknown between (the figures: docs/engine.md). A "discarded" said wrongly
+// again against data writes again, in the same regions, by the median of the
+// pairs' ratios (a host's jitter slows both writes of a pair alike). Both are
+// writes to allocated space where zeros are kept; a discarded zero write reaches no
+// storage. Discarded under 0.65x, kept from 0.75x, unknown between (the figures:
+// docs/engine.md). A "discarded" said wrongly
 // costs a fill of free space that reads all-zero; a "kept" said wrongly, a disk
 // called warm that is not: the line leans to the first.
 void judge_zero_writes_by_data(ColdProbe& probe, const std::vector<double>& zero_again_s,

@@ -183,27 +183,39 @@ TEST_CASE("zero writes: discarded only where data writes can be compared") {
     p.cold = summarize({warm});
     p.rewrite = summarize({warm});
     const std::vector<double> data(8, 100e-6);
-    // The QEMU bed: 0.35x to 0.43x where detect-zeroes discards them, 0.95x to 1.06x where not.
+    // The QEMU bed, 64 KiB pairs: 0.14x to 0.52x where detect-zeroes discards them,
+    // 0.98x to 1.07x where not.
     judge_zero_writes_by_data(p, std::vector<double>(8, 47e-6), data);
     CHECK(p.zero_writes == ZeroWrites::discarded);
     judge_zero_writes_by_data(p, std::vector<double>(8, 105e-6), data);
     CHECK(p.zero_writes == ZeroWrites::kept);
     judge_zero_writes_by_data(p, std::vector<double>(8, 61e-6), data); // real Xen, once
     CHECK(p.zero_writes == ZeroWrites::discarded);
-    judge_zero_writes_by_data(p, std::vector<double>(8, 77e-6), data);
+    judge_zero_writes_by_data(p, std::vector<double>(8, 70e-6), data);
     CHECK(p.zero_writes == ZeroWrites::unknown);
     judge_zero_writes_by_data(p, std::vector<double>(3, 47e-6), std::vector<double>(3, 100e-6));
     CHECK(p.zero_writes == ZeroWrites::unknown); // too few pairs
 
-    // A loaded host: most writes of both kinds slowed, unevenly. The fastest of each
-    // still tells (the median of the pairs' ratios would be 0.75x here).
-    const std::vector<double> busy_zero{40e-6, 300e-6, 310e-6, 320e-6,
-                                        90e-6, 300e-6, 60e-6,  330e-6};
-    const std::vector<double> busy_data{100e-6, 400e-6, 410e-6, 430e-6,
-                                        120e-6, 400e-6, 80e-6,  440e-6};
-    judge_zero_writes_by_data(p, busy_zero, busy_data);
+    // cowsim keeping zeros, 4 KiB pairs, microseconds (2026-12-04): the host jitters
+    // between states 9, 25 and 70 us apart, and a lucky zero write or an unlucky data
+    // write is no backend's doing. The fastest of each said 0.50x, discarded; the
+    // pairs, written back to back, say 0.99x.
+    const std::vector<double> jitter_zero{28.5, 28.6, 27.3, 68.1, 69.5, 68.0, 12.7, 28.6,
+                                          29.6, 26.1, 24.9, 23.3, 28.1, 15.0, 70.4, 24.2,
+                                          22.9, 9.5,  31.9, 26.2, 25.8, 58.9, 53.6, 26.5};
+    const std::vector<double> jitter_data{27.1, 23.8, 23.9, 70.2, 67.7, 68.5, 24.9, 23.2,
+                                          24.0, 31.0, 27.4, 25.2, 23.4, 77.8, 73.2, 24.4,
+                                          23.4, 25.7, 25.8, 26.6, 29.7, 55.4, 19.1, 27.3};
+    judge_zero_writes_by_data(p, jitter_zero, jitter_data);
+    CHECK(p.zero_writes == ZeroWrites::kept);
+    CHECK(p.zero_writes_note.find("0.99x") != std::string::npos);
+    // Discarding, with a few pairs the other way round: still discarded.
+    std::vector<double> noisy_zero(24, 160e-6), noisy_data(24, 350e-6);
+    for (size_t i : {3, 11, 17, 20})
+        noisy_zero[i] = 500e-6;
+    judge_zero_writes_by_data(p, noisy_zero, noisy_data);
     CHECK(p.zero_writes == ZeroWrites::discarded);
-    CHECK(p.zero_writes_note.find("0.50x") != std::string::npos);
+    CHECK(p.zero_writes_note.find("0.46x") != std::string::npos);
 
     // From zeros alone: kept when dearer than a read, never discarded.
     const std::vector<double> never(8, 60e-6);
