@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <latch>
+#include <thread>
 #include <vector>
 
 #include "base/io.hh"
@@ -400,4 +402,38 @@ TEST_CASE("detect-zeroes: zero writes allocate nothing; under unmap a block they
     CHECK(unmap->counters().blocks_unmapped == 1);
     CHECK(unmap->counters().blocks_allocated == 0);
     CHECK(all_equal(read_back(*unmap, 2 * MiB, 2 * MiB), 0));
+}
+
+TEST_CASE("allocations=1: one new block at a time, as tapdisk's VHD; the rest wait, none fails") {
+    TempDir dir;
+    BackendConfig config = instant();
+    config.alloc_latency = std::chrono::milliseconds(50);
+    Backend backend(config);
+    auto disk =
+        make_disk(backend, dir, {.name = "vhd", .size_bytes = 16 * MiB, .allocations = 1});
+    std::latch start(8);
+    std::vector<std::thread> writers;
+    std::vector<int64_t> results(8);
+    for (int i = 0; i < 8; ++i)
+        writers.emplace_back([&, i] {
+            const std::vector<char> data(64 * KiB, static_cast<char>('a' + i));
+            start.arrive_and_wait();
+            results[i] = disk->write(data.data(), data.size(), i * 2 * MiB + 64 * KiB);
+        });
+    for (auto& writer : writers)
+        writer.join();
+    for (int i = 0; i < 8; ++i) {
+        CHECK(results[i] == static_cast<int64_t>(64 * KiB));
+        CHECK(all_equal(read_back(*disk, i * 2 * MiB + 64 * KiB, 64 * KiB), 'a' + i));
+        CHECK(all_equal(read_back(*disk, i * 2 * MiB, 64 * KiB), 0));
+    }
+    CHECK(disk->counters().blocks_allocated == 8);
+    CHECK(disk->counters().allocations_in_flight_peak == 1);
+    // Eight writers released at once against 50 ms allocations: they queue.
+    CHECK(disk->counters().allocation_waits > 0);
+    // Writes into an allocated block never wait.
+    const uint64_t waits = disk->counters().allocation_waits;
+    const std::vector<char> more(4 * KiB, 'z');
+    REQUIRE(disk->write(more.data(), more.size(), 0) == static_cast<int64_t>(4 * KiB));
+    CHECK(disk->counters().allocation_waits == waits);
 }

@@ -13,7 +13,7 @@ TEST_CASE("cowsim options: disks take global defaults and their own overrides") 
                                   "-d",
                                   "xvdb=8GiB",
                                   "--disk",
-                                  "xvdc=1TiB,block=64KiB,bitmap=off,zeroes=unmap",
+                                  "xvdc=1TiB,block=64KiB,bitmap=off,zeroes=unmap,allocations=1",
                                   "-d",
                                   "clone=1GiB,parent=/img/base,store=/x/clone.img",
                                   "--alloc-latency",
@@ -38,6 +38,8 @@ TEST_CASE("cowsim options: disks take global defaults and their own overrides") 
     CHECK_FALSE(r->disks[1].sector_bitmap);
     CHECK(r->disks[1].zeroes == Zeroes::unmap);
     CHECK(r->disks[0].zeroes == Zeroes::off);
+    CHECK(r->disks[1].allocations == 1);
+    CHECK(r->disks[0].allocations == 0);
     CHECK(r->disks[2].parent_path == "/img/base");
     CHECK(r->disks[2].store_path == "/x/clone.img");
     CHECK(r->backend.alloc_latency == 3ms);
@@ -72,6 +74,8 @@ TEST_CASE("cowsim options: bad arguments say what is wrong") {
         {{"-s", "/s", "-d", "a", "/m"}, "NAME=SIZE"},
         {{"-s", "/s", "-d", "a=1MiB,colour=red", "/m"}, "unknown option 'colour=red'"},
         {{"-s", "/s", "-d", "a=1MiB,zeroes=yes", "/m"}, "zeroes is off, on or unmap"},
+        {{"-s", "/s", "-d", "a=1MiB,allocations=0", "/m"}, "allocations is a count from 1"},
+        {{"-s", "/s", "-d", "a=1MiB,allocations=1x", "/m"}, "allocations is a count from 1"},
         {{"-s", "/s", "-d", "a=1MiB", "--bandwidth", "200MiB", "/m"}, "--bandwidth"},
         {{"-s", "/s", "-d", "a=1MiB", "--concurrency", "0", "/m"}, "--concurrency"},
         {{"-s", "/s", "-d", "a=1MiB", "--alloc-latency", "3", "/m"}, "unit"},

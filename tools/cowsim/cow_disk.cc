@@ -330,6 +330,26 @@ int CowDisk::write_zeros(uint64_t block, const char* data, uint64_t offset, uint
     return write_allocated(block, data, offset, len);
 }
 
+void CowDisk::acquire_allocation() {
+    std::unique_lock lock(m_allocations_mutex);
+    if (m_allocations_in_flight >= m_config.allocations) {
+        m_counters.allocation_waits++;
+        m_allocation_done.wait(lock,
+                               [&] { return m_allocations_in_flight < m_config.allocations; });
+    }
+    ++m_allocations_in_flight;
+    if (m_allocations_in_flight > m_counters.allocations_in_flight_peak)
+        m_counters.allocations_in_flight_peak = m_allocations_in_flight;
+}
+
+void CowDisk::release_allocation() {
+    {
+        std::lock_guard lock(m_allocations_mutex);
+        --m_allocations_in_flight;
+    }
+    m_allocation_done.notify_one();
+}
+
 int CowDisk::inject_faults(OpKind op, uint64_t offset, uint64_t len) {
     const auto verdict = m_faults.check(op, offset, len);
     if (verdict.delay.count() > 0)
@@ -375,13 +395,24 @@ int64_t CowDisk::write(const char* buf, uint64_t len, uint64_t offset) {
 
     const auto done =
         by_block(offset, len, [&](uint64_t block, uint64_t pos, uint64_t piece, uint64_t at) {
-            std::lock_guard lock(stripe(block).mutex);
+            std::unique_lock lock(stripe(block).mutex);
             // A clone's unallocated block reads the parent's bytes: zeros there are data.
             if (m_config.zeroes != Zeroes::off && !m_parent &&
                 prewarmd::is_all_zero(buf + at, piece))
                 return write_zeros(block, buf + at, pos, piece);
-            return is_allocated(block) ? write_allocated(block, buf + at, pos, piece)
-                                       : allocate_block(block, buf + at, pos, piece);
+            if (is_allocated(block))
+                return write_allocated(block, buf + at, pos, piece);
+            if (m_config.allocations == 0)
+                return allocate_block(block, buf + at, pos, piece);
+            // The slot is taken without the stripe held (another block of this stripe
+            // may hold a slot and want the stripe), and the block looked at again.
+            lock.unlock();
+            acquire_allocation();
+            lock.lock();
+            const int r = is_allocated(block) ? write_allocated(block, buf + at, pos, piece)
+                                              : allocate_block(block, buf + at, pos, piece);
+            release_allocation();
+            return r;
         });
     if (done > 0)
         m_counters.bytes_written += static_cast<uint64_t>(done);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,10 @@ struct DiskConfig {
     uint64_t block_bytes = 2 * 1024 * 1024;
     bool sector_bitmap = false;
     Zeroes zeroes = Zeroes::off;
+    // Block allocations in flight at once (0: unlimited). 1 is tapdisk's VHD: while
+    // one new block's BAT entry is being written, a write to another new block is
+    // answered EBUSY inside tapdisk and retried, so here it waits.
+    unsigned allocations = 0;
     std::string store_path;  // created sparse when missing; the map is store_path.map
     std::string parent_path; // empty: not a clone
 };
@@ -48,6 +53,9 @@ struct DiskCounters {
     std::atomic<uint64_t> parent_bytes_read{0}, hole_bytes_read{0};
     std::atomic<uint64_t> meta_syncs{0}, faults_injected{0};
     std::atomic<uint64_t> zero_bytes_dropped{0}, blocks_unmapped{0}; // detect-zeroes
+    // allocations=N: writes that waited for other blocks' allocations, and the most
+    // allocations ever in flight at once.
+    std::atomic<uint64_t> allocation_waits{0}, allocations_in_flight_peak{0};
 };
 
 class CowDisk {
@@ -102,6 +110,9 @@ private:
     int write_zeros(uint64_t block, const char* data, uint64_t offset, uint64_t len);
     int fill_from_parent(char* buf, uint64_t len, uint64_t offset);
     int allocate_block(uint64_t block, const char* data, uint64_t piece_offset, uint64_t piece_len);
+    // With allocations=N: waits for a free allocation slot, counting the wait.
+    void acquire_allocation();
+    void release_allocation();
     int write_allocated(uint64_t block, const char* data, uint64_t offset, uint64_t len);
     int inject_faults(OpKind op, uint64_t offset, uint64_t len);
     template <typename PieceFn>
@@ -121,6 +132,9 @@ private:
     DiskCounters m_counters;
     FaultSet m_faults;
     std::atomic<bool> m_present{true};
+    std::mutex m_allocations_mutex;
+    std::condition_variable m_allocation_done;
+    unsigned m_allocations_in_flight = 0;
 };
 
 } // namespace cowsim

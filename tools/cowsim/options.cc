@@ -1,6 +1,7 @@
 #include "options.hh"
 
 #include <cerrno>
+#include <charconv>
 #include <optional>
 
 #include "base/args.hh"
@@ -21,6 +22,7 @@ constexpr OptionSpec option_specs[] = {
      "a disk (repeatable); OPT is block=SIZE, bitmap=on|off,\n"
      "zeroes=off|on|unmap (detect-zeroes: writes of zeros allocate\n"
      "nothing; unmap also gives back a block they cover),\n"
+     "allocations=N (new blocks allocated at once; 1: tapdisk's VHD),\n"
      "store=FILE (default STORE_DIR/NAME.img) or parent=FILE (a clone)"},
     {"store-dir", 's', "DIR", "where stores live when a disk names none"},
     {"block-size", 'b', "SIZE", "default backend block size (default 2MiB)"},
@@ -113,13 +115,19 @@ Result<DiskSpec> parse_disk(std::string_view spec) {
             if (!zeroes)
                 return bad("zeroes is off, on or unmap");
             out.config.zeroes = *zeroes;
+        } else if (key == "allocations") {
+            unsigned n = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+            if (ec != std::errc{} || end != value.data() + value.size() || n == 0)
+                return bad("allocations is a count from 1");
+            out.config.allocations = n;
         } else if (key == "store" && !value.empty()) {
             out.config.store_path = std::string(value);
         } else if (key == "parent" && !value.empty()) {
             out.config.parent_path = std::string(value);
         } else {
             return bad("unknown option '" + std::string(item) +
-                       "' (block=, bitmap=, zeroes=, store=, parent=)");
+                       "' (block=, bitmap=, zeroes=, allocations=, store=, parent=)");
         }
     }
     return out;
