@@ -25,7 +25,8 @@ using json = nlohmann::json;
 
 // Exit codes, as --help documents them.
 constexpr int exit_ok = 0, exit_failed = 1, exit_usage = 2, exit_unreachable = 3,
-              exit_unauthorized = 4, exit_unknown_disk = 5, exit_refused = 6, exit_timeout = 7;
+              exit_unauthorized = 4, exit_unknown_disk = 5, exit_refused = 6, exit_timeout = 7,
+              exit_unproven = 8, exit_not_warmable = 9;
 
 constexpr OptionSpec options[] = {
     {"socket", 0, "PATH", "the daemon's unix socket (default /run/prewarmd/api.sock)"},
@@ -91,9 +92,11 @@ std::string usage() {
            "\n"
            "Environment: PREWARMD_SOCKET, PREWARMD_URL, PREWARMD_TOKEN, NO_COLOR.\n"
            "\n"
-           "Exit codes: 0 done; 1 failed (a job, or the daemon); 2 bad usage; 3 the daemon\n"
-           "cannot be reached; 4 not authorized (token); 5 no such disk; 6 refused or not\n"
-           "in that state; 7 timed out. Interrupted, wait dies of the signal (130 on Ctrl-C).\n";
+           "Exit codes: 0 done (wait: every disk warm); 1 failed (a job, or the daemon);\n"
+           "2 bad usage; 3 the daemon cannot be reached; 4 not authorized (token); 5 no such\n"
+           "disk; 6 refused or not in that state; 7 timed out; wait: 8 a disk unproven\n"
+           "(written, not proven warm), 9 a disk not_warmable (its backend discards zero\n"
+           "writes). Interrupted, wait dies of the signal (130 on Ctrl-C).\n";
 }
 
 volatile sig_atomic_t interrupted = 0; // the signal that came, SIGINT or SIGTERM
@@ -477,15 +480,23 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
                     return fail(exit_failed, reply->body.value("name", id) + " " + state +
                                                  (reason.empty() ? "" : ": " + reason));
                 }
-                all_done &= state == "done";
+                all_done &= state == "warm" || state == "unproven" || state == "not_warmable";
             }
             if (all_done && states.size() == ids.size()) {
                 if (c.json_out)
                     print_json(states);
-                else
-                    for (const auto& d : states)
-                        std::printf("%s: done\n", d.value("name", "?").c_str());
-                return exit_ok;
+                int code = exit_ok;
+                for (const auto& d : states) {
+                    const auto state = d.value("state", "");
+                    if (!c.json_out)
+                        std::printf("%s: %s%s\n", d.value("name", "?").c_str(), state.c_str(),
+                                    state == "warm" ? "" : (": " + d.value("reason", "")).c_str());
+                    if (state == "not_warmable")
+                        code = exit_not_warmable;
+                    else if (state == "unproven" && code == exit_ok)
+                        code = exit_unproven;
+                }
+                return code;
             }
         }
         if (interrupted) {
@@ -705,7 +716,8 @@ const std::vector<Verb>& verbs() {
                  [](Context& c, const std::vector<std::string>&) { return watch(c); }},
                 {"wait",
                  "DISK... [--timeout D]",
-                 "until each is done: exit 0; a failed, cancelled or skipped one: exit 1",
+                 "until each is warm: exit 0; unproven: 8, not_warmable: 9; a failed, "
+                 "cancelled or skipped one: 1",
                  T::disks,
                  "disks",
                  {"timeout"},

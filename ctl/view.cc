@@ -16,8 +16,10 @@ std::string paint(const std::string& text, const std::string& state, const Style
     if (!style.color)
         return text;
     const char* code = nullptr;
-    if (state == "done")
+    if (state == "warm")
         code = "32"; // green
+    else if (state == "unproven" || state == "not_warmable")
+        code = "35"; // magenta: finished, not warm
     else if (state == "running")
         code = "36"; // cyan
     else if (state == "failed")
@@ -182,11 +184,10 @@ std::string disk_details(const json& d, const Style& style) {
         field("allocation", probe.value("allocation", std::string("unknown")) + ": " +
                                 probe.value("allocation_note", std::string()));
         const auto zero_writes = probe.value("zero_writes", std::string("unknown"));
-        field("zero writes",
-              (zero_writes == "discarded"
-                   ? paint("this backend discards zero writes", "failed", style)
-                   : zero_writes) +
-                  ": " + probe.value("zero_writes_note", std::string()));
+        field("zero writes", (zero_writes == "discarded"
+                                  ? paint("this backend discards zero writes", "failed", style)
+                                  : zero_writes) +
+                                 ": " + probe.value("zero_writes_note", std::string()));
         if (probe.value("warm", json()).is_object()) {
             char ratio[32];
             std::snprintf(ratio, sizeof ratio, "%.1fx", real_of(probe, "penalty_ratio"));

@@ -39,11 +39,11 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "-h" || command == "--help") {
         std::fputs(usage, stdout);
-        return prewarmd::exit_done;
+        return prewarmd::exit_ok;
     }
     if (command == "--version") {
         std::printf("prewarmd %s\n", PREWARMD_VERSION);
-        return prewarmd::exit_done;
+        return prewarmd::exit_ok;
     }
     if (command == "run")
         return prewarmd::run_command(rest);

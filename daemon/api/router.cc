@@ -487,6 +487,11 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
     for (const auto& d : disks)
         out += "prewarmd_disk_rate_bytes_per_second{" + labels(d) + "} " +
                num(d.progress.rate_10s_bytes_per_s) + "\n";
+    family("prewarmd_disk_warm", "gauge",
+           "1: the disk's job ended warm, as its proof says; 0: not (yet, or not proven).");
+    for (const auto& d : disks)
+        out += "prewarmd_disk_warm{" + labels(d) + "} " + (d.state == DiskState::warm ? "1" : "0") +
+               "\n";
     family("prewarmd_disk_state", "gauge", "The disk's job state: 1 for the current one.");
     for (const auto& d : disks)
         for (int s = 0; s <= static_cast<int>(last_disk_state); ++s)

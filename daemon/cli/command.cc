@@ -18,7 +18,7 @@ std::optional<int> start_command(std::string_view command, const std::vector<std
         return command_error(command, exit_usage, parsed.error().message);
     if (parsed->has("help")) {
         std::fputs(usage().c_str(), stdout);
-        return exit_done;
+        return exit_ok;
     }
     out = std::move(*parsed);
     return std::nullopt;

@@ -15,13 +15,16 @@ namespace prewarmd {
 
 // The commands' exit codes, documented in their help and in prewarmd(8).
 enum ExitCode : int {
-    exit_done = 0,
+    exit_ok = 0, // prefill: warm, as its proof says
     exit_failed = 1,
     exit_usage = 2,
     exit_stepped_aside = 3, // another process opened or wrote to the disk
     exit_detached = 4,      // the device went away
     exit_backend_full = 5,
     exit_refused = 6, // in use or read-only
+    // 7 is prewarmctl's "timed out": the outcomes have the same codes in both.
+    exit_unproven = 8,     // prefill: every chunk visited, not proven warm
+    exit_not_warmable = 9, // prefill: zero writes discarded: its filesystem's job warms it
     exit_sigint = 130,
     exit_sigterm = 143,
 };

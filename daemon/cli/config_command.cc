@@ -27,7 +27,7 @@ int config_command(const std::vector<std::string>& args) {
         return *done;
     if (parsed.has("example")) {
         std::fputs(example_config().c_str(), stdout);
-        return exit_done;
+        return exit_ok;
     }
     const auto file = parsed.value("check");
     if (!file)
@@ -38,7 +38,7 @@ int config_command(const std::vector<std::string>& args) {
     if (auto valid = check_config(*config); !valid)
         return command_error("config", exit_usage, valid.error().message);
     std::printf("%s: fine\n", file->c_str());
-    return exit_done;
+    return exit_ok;
 }
 
 } // namespace prewarmd

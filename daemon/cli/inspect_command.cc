@@ -260,7 +260,7 @@ int watch(const Udev& udev, UdevMonitor& monitor, const std::vector<MatchRule>& 
             return exit_failed;
         }
         if (fds[1].revents)
-            return exit_done;
+            return exit_ok;
         while (auto event = monitor.receive())
             for (const auto& update : tracker.on_uevent(event->action, event->disk)) {
                 start_grace(update);
@@ -337,7 +337,7 @@ int inspect_command(const std::vector<std::string>& args) {
     }
     if (json)
         std::printf("%s\n", json_text(out, 2).c_str());
-    return exit_done;
+    return exit_ok;
 }
 
 } // namespace prewarmd

@@ -61,13 +61,19 @@ std::string usage() {
            options_help(prefill_options) +
            "\nProgress goes to standard error (a bar on a terminal), the summary to standard\n"
            "output. Ctrl-C stops after the chunks in flight and saves the checkpoint.\n\n"
+           "The last line says how it ended: warm (the probe proved the backend allocated\n"
+           "what was written, or found it warm already), unproven (written, not proven\n"
+           "warm) or not_warmable (the backend discards zero writes: warm the mounted\n"
+           "filesystem instead), with the proof or why there is none.\n\n"
            "Exit status:\n"
-           "  0    done                      4    detached: the device went away\n"
-           "  1    failed: an I/O error      5    paused: the backend is full (ENOSPC)\n"
-           "  2    bad usage or input        6    refused: in use, or read-only\n"
-           "  3    stepped aside: another    130  stopped by SIGINT (143: SIGTERM)\n"
-           "       process opened or wrote\n"
-           "       to the disk\n";
+           "  0    warm                      5    paused: the backend is full (ENOSPC)\n"
+           "  1    failed: an I/O error      6    refused: in use, or read-only\n"
+           "  2    bad usage or input        8    unproven: written, not proven warm\n"
+           "  3    stepped aside: another    9    not_warmable: the backend discards\n"
+           "       process opened or wrote        zero writes\n"
+           "       to the disk               130  stopped by SIGINT (143: SIGTERM)\n"
+           "  4    detached: the device\n"
+           "       went away\n";
 }
 
 struct Settings {
@@ -261,8 +267,12 @@ int run_job(JobRunner& job, const Settings& settings, Console& console) {
         std::fputs(summary_text(settings.path, result).c_str(), stdout);
     }
     switch (result.status) {
-    case JobStatus::done:
-        return exit_done;
+    case JobStatus::warm:
+        return exit_ok;
+    case JobStatus::unproven:
+        return exit_unproven;
+    case JobStatus::not_warmable:
+        return exit_not_warmable;
     case JobStatus::stepped_aside:
         return exit_stepped_aside;
     case JobStatus::detached:
@@ -369,7 +379,7 @@ int prefill_command(const std::vector<std::string>& args) {
     spec.options.backend_block_bytes = s.backend_block_bytes;
     spec.requested = true; // the disk held to itself, as asked by whoever runs this
     spec.strategy = s.strategy;
-    spec.probe = s.strategy != Strategy::full; // the probes prove a sparse job, or choose it
+    spec.probe = true; // the probes choose the plan and prove the outcome
     spec.backend_block_explicit = s.backend_block_explicit;
     spec.chunk_explicit = s.chunk_explicit;
     spec.io_engine = s.io;
@@ -381,18 +391,19 @@ int prefill_command(const std::vector<std::string>& args) {
     auto work = open_work(spec, events);
     if (!work)
         return fail(open_failure(work.error().err), work.error().message);
-    auto job = JobRunner::set_up(spec, std::move(*work), events);
-    if (!job)
-        return fail(job.error().err == -EINVAL ? exit_usage : exit_failed, job.error().message);
     if (!s.job.checkpoint_path.empty()) {
         // A checkpoint of another disk or mode is the caller's mistake: say so now.
         auto loaded = load_checkpoint(s.job.checkpoint_path);
         if (loaded && *loaded)
-            if (auto fits = checkpoint_fits(**loaded, spec.identity, (*job)->geometry().size_bytes,
-                                            to_string(s.job.mode));
+            if (auto fits =
+                    checkpoint_fits(**loaded, spec.identity,
+                                    (*work)->device().geometry().size_bytes, to_string(s.job.mode));
                 !fits)
                 return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
     }
+    auto job = JobRunner::set_up(spec, std::move(*work), events);
+    if (!job)
+        return fail(job.error().err == -EINVAL ? exit_usage : exit_failed, job.error().message);
     return run_job(**job, s, console);
 }
 

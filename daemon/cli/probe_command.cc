@@ -91,7 +91,7 @@ int probe_command(const std::vector<std::string>& args) {
                 return fail(exit_failed, *save + ": " + saved.error().message);
         if (json) {
             std::printf("%s\n", json_text(out, 2).c_str());
-            return exit_done;
+            return exit_ok;
         }
         std::printf("%s:\n", path.c_str());
         std::printf("  reading never-written space: %s\n",
@@ -112,7 +112,7 @@ int probe_command(const std::vector<std::string>& args) {
         std::printf("  zero writes:                 %s (%s)\n",
                     std::string(to_string(cold->zero_writes)).c_str(),
                     cold->zero_writes_note.c_str());
-        return exit_done;
+        return exit_ok;
     }
 
     const unsigned strides = probe_strides(device->geometry().size_bytes, options.samples);
@@ -155,7 +155,7 @@ int probe_command(const std::vector<std::string>& args) {
                      "write as slowly as cold ones (a backend that drops zero writes?)\n");
         return exit_failed;
     }
-    return exit_done;
+    return exit_ok;
 }
 
 } // namespace prewarmd

@@ -33,7 +33,7 @@ std::string summary_text(const std::string& name, const ProgressSnapshot& s) {
                        format_size(s.done_bytes - s.resumed_bytes) + " in " + took + " (" +
                        format_rate(s.rate_avg_bytes_per_s) + ")";
     if (s.resumed_bytes)
-        text += ", resumed with " + format_size(s.resumed_bytes) + " done";
+        text += ", resumed with " + format_size(s.resumed_bytes) + " visited before";
     text += "\n  written " + format_size(s.written_bytes) + ", skipped " +
             format_size(s.skipped_bytes) + " (held data), read " + format_size(s.read_bytes) + "\n";
     const auto& l = s.write_latency;

@@ -32,6 +32,7 @@ std::string format_checkpoint(const Checkpoint& c) {
         {"read_bytes", c.read_bytes},
         {"skipped_bytes", c.skipped_bytes},
         {"complete", c.complete},
+        {"probe", to_json(c.probe)},
     };
     return seal("checkpoint", 1, json_text(body) + "\n");
 }
@@ -58,6 +59,7 @@ Result<Checkpoint> parse_checkpoint(std::string_view text) {
         c.read_bytes = field("read_bytes", T::number_unsigned).get<uint64_t>();
         c.skipped_bytes = field("skipped_bytes", T::number_unsigned).get<uint64_t>();
         c.complete = field("complete", T::boolean).get<bool>();
+        c.probe = probe_figures_from(json.value("probe", nlohmann::json()));
         for (const auto& range : field("done", T::array)) {
             if (!range.is_array() || range.size() != 2 || !range[0].is_number_unsigned() ||
                 !range[1].is_number_unsigned())

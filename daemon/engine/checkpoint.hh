@@ -8,6 +8,7 @@
 
 #include "base/range_set.hh"
 #include "base/result.hh"
+#include "measurement/probe.hh"
 
 namespace prewarmd {
 
@@ -20,6 +21,7 @@ struct Checkpoint {
     uint64_t read_bytes = 0;
     uint64_t skipped_bytes = 0;
     bool complete = false;
+    ProbeFigures probe; // the cold probe before the job wrote anything, if one was made
 };
 
 // The file's text: a header line with the format version and the CRC-32C of the

@@ -208,10 +208,10 @@ ProgressSnapshot PrefillJob::run() {
             if (drained()) {
                 if (m_phase == Phase::running && !work_left()) {
                     check_foreign_writes(); // the last word on the writes of this run
-                    end(JobStatus::done, "");
+                    end(JobStatus::visited, "");
                 }
                 if (m_phase == Phase::ending) {
-                    save(m_end == JobStatus::done);
+                    save(m_end == JobStatus::visited);
                     set_phase(Phase::ended);
                     break;
                 }
@@ -760,6 +760,7 @@ void PrefillJob::save(bool complete) {
     c.read_bytes = m_previous.read_bytes + m_read_bytes;
     c.skipped_bytes = m_previous.skipped_bytes + m_skipped_bytes;
     c.complete = complete;
+    c.probe = m_figures;
     if (auto saved = save_checkpoint(m_options.checkpoint_path, c); !saved)
         emit(EventLevel::warning, "cannot save the checkpoint: " + saved.error().message +
                                       "; a restart would redo the work since the last one");
@@ -829,7 +830,7 @@ void PrefillJob::publish(Clock::time_point now) {
     s.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - m_started);
     const double seconds = std::chrono::duration<double>(now - m_started).count();
     s.rate_avg_bytes_per_s = seconds > 0 ? static_cast<double>(m_visited_bytes) / seconds : 0;
-    if (s.status == JobStatus::done) {
+    if (s.status == JobStatus::visited) {
         s.eta = std::chrono::seconds(0);
     } else if (s.status == JobStatus::running && s.rate_10s_bytes_per_s > 0) {
         s.eta = std::chrono::seconds(static_cast<int64_t>(

@@ -111,6 +111,9 @@ public:
     // of zeros (a filesystem's claimed free space on a backend that discards zero
     // writes; docs/design.md). 0: zeros, as read.
     void set_fill(unsigned char byte) { m_fill = byte; }
+    // Before run(): the probes made for the job, kept in its checkpoint, so that a
+    // resumed job can still be proven (its cold probe is the one before it wrote).
+    void set_probe(ProbeFigures probe) { m_figures = std::move(probe); }
 
     // From any thread; takes effect within one completion or timer tick. None leaves
     // a chunk half done: chunks in flight finish, and the checkpoint is saved.
@@ -159,6 +162,7 @@ private:
     const JobOptions m_options;
     uint64_t m_backend_block; // the options' unless a probe found it
     unsigned char m_fill = 0;
+    ProbeFigures m_figures;
     const JobTarget m_target;
     std::unique_ptr<IoEngine> m_engine;
     const DeviceProbe& m_probe;

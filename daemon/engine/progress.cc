@@ -12,8 +12,14 @@ std::string_view to_string(JobStatus status) {
         return "running";
     case JobStatus::paused:
         return "paused";
-    case JobStatus::done:
-        return "done";
+    case JobStatus::visited:
+        return "visited";
+    case JobStatus::warm:
+        return "warm";
+    case JobStatus::unproven:
+        return "unproven";
+    case JobStatus::not_warmable:
+        return "not_warmable";
     case JobStatus::failed:
         return "failed";
     case JobStatus::cancelled:
@@ -31,6 +37,11 @@ std::string_view to_string(JobStatus status) {
 bool is_end(JobStatus status) {
     return status != JobStatus::queued && status != JobStatus::running &&
            status != JobStatus::paused;
+}
+
+bool is_outcome(JobStatus status) {
+    return status == JobStatus::warm || status == JobStatus::unproven ||
+           status == JobStatus::not_warmable;
 }
 
 void to_json(nlohmann::json& out, const ProgressSnapshot& s) {

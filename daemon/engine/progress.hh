@@ -18,11 +18,18 @@ namespace prewarmd {
 // to, or because the backend is full), or how it ended. A job stopped from outside
 // ends as its stopper says (cancelled, released, detached); one that stepped aside
 // for another user of the disk ends `stepped_aside`, to go on once it is quiet.
+// The engine ends a job that visited every chunk `visited`; the runner (job/) then
+// says what that did to the backend, by its proof: one of the outcomes, `warm`
+// (proven), `unproven` (written, not proven warm) or `not_warmable` (zero writes
+// are discarded here: only a filesystem's job, with its fill, warms the disk).
 enum class JobStatus {
     queued,
     running,
     paused,
-    done,
+    visited,
+    warm,
+    unproven,
+    not_warmable,
     failed,
     cancelled,
     released,
@@ -31,6 +38,8 @@ enum class JobStatus {
 };
 std::string_view to_string(JobStatus status);
 bool is_end(JobStatus status);
+// The outcomes of a job that visited every chunk, as its proof says.
+bool is_outcome(JobStatus status);
 
 struct ProgressSnapshot {
     JobStatus status = JobStatus::queued;

@@ -3,6 +3,7 @@
 // (docs/safety.md). Probed cold before a job from nothing.
 #include <cerrno>
 
+#include "base/units.hh"
 #include "engine/checkpoint.hh"
 #include "io/open_watch.hh"
 #include "job/work.hh"
@@ -50,7 +51,19 @@ public:
         ProbeOptions options;
         if (m_opens)
             options.someone_else = [this] { return arrived(); };
-        return probe_cold(m_device, options);
+        // A writer gone before the probe looked leaves only the kernel's count of
+        // the disk's writes, above the probe's own (the job counts from its start).
+        const auto counted = m_device.written_sectors();
+        auto probe = probe_cold(m_device, options);
+        const auto after = m_device.written_sectors();
+        if (!probe || !counted || !after || !*counted || !*after)
+            return probe;
+        const uint64_t others = (**after - **counted) * 512;
+        if (others > probe->written_bytes)
+            return Result<ColdProbe>(Error{-EBUSY, "another writer wrote " +
+                                                       format_size(others - probe->written_bytes) +
+                                                       " to the disk during the probe"});
+        return probe;
     }
 
     std::string_view probe_name() const override { return "probe"; }

@@ -5,7 +5,9 @@
 #include <thread>
 #include <type_traits>
 
+#include "base/range_set.hh"
 #include "base/units.hh"
+#include "engine/checkpoint.hh"
 #include "engine/plan.hh"
 
 namespace prewarmd {
@@ -46,9 +48,8 @@ Result<std::unique_ptr<JobRunner>> JobRunner::open(const JobSpec& spec, EventSin
     return set_up(spec, std::move(*work), std::move(events));
 }
 
-Result<std::unique_ptr<JobRunner>> JobRunner::set_up(const JobSpec& spec,
-                                                     std::unique_ptr<JobWork> work,
-                                                     EventSink events) {
+Result<std::unique_ptr<JobRunner>>
+JobRunner::set_up(const JobSpec& spec, std::unique_ptr<JobWork> work, EventSink events) {
     const auto& device = work->device();
     JobSpec s = spec;
     auto chunk = choose_chunk_bytes(s.options.chunk_bytes, s.chunk_explicit,
@@ -90,13 +91,49 @@ ProgressSnapshot JobRunner::run() {
     if (!plan())
         return m_final;
     m_final = m_job->run();
-    if (m_final.status == JobStatus::done && m_work->probes_after()) {
-        if (m_plan.sparse())
-            prove_sparse();
-        else
-            probe_after();
-    }
+    if (m_final.status != JobStatus::visited)
+        return m_final;
+    if (!m_work->probes_after())
+        judge_in_claim();
+    else if (m_plan.sparse())
+        prove_sparse();
+    else
+        probe_after();
     return m_final;
+}
+
+std::string JobRunner::not_probed() const {
+    return "written, not proven warm: not probed" +
+           (m_unprobed.empty() ? std::string() : " (" + m_unprobed + ")");
+}
+
+// Every chunk visited: the outcome, and the proof or the lack of one as its reason.
+void JobRunner::conclude(JobStatus outcome, std::string reason) {
+    m_final.status = outcome;
+    m_final.reason = std::move(reason);
+    if (m_events)
+        m_events(outcome == JobStatus::warm ? EventLevel::info : EventLevel::warning,
+                 std::string(to_string(outcome)) + ": " + m_final.reason);
+}
+
+// A filesystem job's proof is its probe in the claim, made before it wrote: zero
+// writes found kept there, or the fill written where they are discarded, allocate
+// what the job wrote. Its places are the filesystem's again by now: none is probed after.
+void JobRunner::judge_in_claim() {
+    const auto cold = probe().cold;
+    if (m_plan.fill && !m_plan.sparse())
+        return conclude(JobStatus::warm, "filled: zero writes are discarded here, the fill "
+                                         "is data and the backend allocates it");
+    if (m_spec.options.mode == Mode::read)
+        return conclude(JobStatus::unproven, "read mode writes nothing: nothing to prove");
+    if (!cold)
+        return conclude(JobStatus::unproven, not_probed());
+    if (cold->zero_writes == ZeroWrites::kept)
+        return conclude(JobStatus::warm, "zero writes kept, as the probe in the claim found (" +
+                                             cold->zero_writes_note + ")");
+    conclude(JobStatus::unproven, "written, not proven warm: zero writes " +
+                                      std::string(to_string(cold->zero_writes)) + " (" +
+                                      cold->zero_writes_note + ")");
 }
 
 void JobRunner::command(JobCommand command) {
@@ -133,15 +170,34 @@ void JobRunner::end_before(JobStatus status, std::string reason) {
         m_events(EventLevel::warning, std::string(to_string(status)) + ": " + m_final.reason);
 }
 
+// Ends the job before it wrote anything, with an outcome the probe alone decides:
+// the whole disk covered.
+void JobRunner::end_unwritten(JobStatus outcome, std::string reason) {
+    m_final = m_job->snapshot();
+    if (!m_final.total_bytes)
+        m_final.total_bytes = geometry().size_bytes;
+    m_final.done_bytes = m_final.total_bytes;
+    conclude(outcome, std::move(reason));
+}
+
 // The probe before (where the kind makes one), the backend block it found, and the
 // plan. False when the job ends here.
 bool JobRunner::plan() {
+    // Resumed: the cold probe the first run made, kept in its checkpoint (a record
+    // may have been saved before it, or be gone), proves this one too.
+    if (!m_probe.cold && !m_spec.options.checkpoint_path.empty())
+        if (auto saved = load_checkpoint(m_spec.options.checkpoint_path); saved && *saved) {
+            std::lock_guard lock(m_probe_mutex);
+            m_probe = (*saved)->probe;
+        }
     auto before = m_work->probe_before(m_spec, m_probe);
     if (before && !*before && before->error().err == -EBUSY) {
         end_before(JobStatus::stepped_aside, before->error().message);
         return false;
     }
     const ColdProbe* cold = before && *before ? &**before : nullptr;
+    if (before && !*before)
+        m_unprobed = before->error().message;
     if (cold) {
         if (m_events)
             m_events(EventLevel::info,
@@ -156,10 +212,24 @@ bool JobRunner::plan() {
         std::lock_guard lock(m_probe_mutex);
         m_probe.cold = *cold;
     }
+    // Zero writes that change nothing measurable (a second run, a lost record, a
+    // clone of a warm disk, or a backend that discards them): nothing to write
+    // (docs/engine.md, "Warm already, or discarded").
+    if (cold && m_work->probes_after() && m_spec.options.mode == Mode::zero &&
+        zero_writes_tell_nothing(*cold)) {
+        end_unwritten(JobStatus::unproven,
+                      "nothing written: zero writes change nothing measurable here (" +
+                          std::to_string(cold->strides - cold->cold_places) + " of " +
+                          std::to_string(cold->strides) +
+                          " places warm at their first write, and " + cold->zero_writes_note +
+                          "): the disk is warm already, or its backend discards zero writes; "
+                          "its filesystem's job, once mounted, can tell");
+        return false;
+    }
     if (m_spec.backend_block_auto) {
         const bool found = cold && cold->granularity_bytes;
-        const uint64_t block =
-            std::min<uint64_t>(found ? cold->granularity_bytes : 2ULL << 20, m_spec.options.chunk_bytes);
+        const uint64_t block = std::min<uint64_t>(found ? cold->granularity_bytes : 2ULL << 20,
+                                                  m_spec.options.chunk_bytes);
         m_job->set_backend_block(block);
         if (m_events)
             m_events(EventLevel::info, "backend block " + format_size(block) +
@@ -174,8 +244,8 @@ bool JobRunner::plan() {
     inputs.probe_name = m_work->probe_name();
     inputs.backend_block_bytes = m_spec.options.backend_block_bytes;
     inputs.backend_block_explicit = m_spec.backend_block_explicit;
-    inputs.piece_bytes = std::max<uint64_t>(
-        probe_io_bytes, m_work->device().geometry().logical_block_bytes);
+    inputs.piece_bytes =
+        std::max<uint64_t>(probe_io_bytes, m_work->device().geometry().logical_block_bytes);
     inputs.fill_allowed = m_work->fills_free_space();
     auto plan = choose_plan(inputs);
     if (!plan) {
@@ -184,6 +254,7 @@ bool JobRunner::plan() {
     }
     m_plan = *plan;
     m_job->set_fill(m_plan.fill);
+    m_job->set_probe(probe());
     if (!m_plan.note.empty() && m_events)
         m_events(m_plan.fill ? EventLevel::warning : EventLevel::info, m_plan.note);
     return true;
@@ -193,11 +264,8 @@ bool JobRunner::plan() {
 // warm. Not so: "sparse" fails saying so; "auto" writes every byte after all.
 void JobRunner::prove_sparse() {
     const auto cold = probe().cold;
-    if (!cold) {
-        if (m_events)
-            m_events(EventLevel::warning, "sparse writes not proven: no cold probe to compare");
-        return;
-    }
+    if (!cold)
+        return conclude(JobStatus::unproven, "sparse writes not proven: no cold probe to compare");
     auto warm = probe_warm(m_work->device(), cold->strides, someone_else(), m_plan.block / 2);
     if (!warm) {
         m_final.status = warm.error().err == -EBUSY ? JobStatus::stepped_aside : JobStatus::failed;
@@ -210,13 +278,10 @@ void JobRunner::prove_sparse() {
         std::lock_guard lock(m_probe_mutex);
         m_probe.warm = *warm;
     }
-    if (!still_cold(*cold, *warm)) {
-        if (m_events)
-            m_events(EventLevel::info, "probe after: the middle of the blocks is warm (" +
-                                           format_ratio(warm->ratio_p50) +
-                                           " a place written before)");
-        return;
-    }
+    if (!still_cold(*cold, *warm))
+        return conclude(JobStatus::warm, "the middle of the blocks is warm (" +
+                                             format_ratio(warm->ratio_p50) +
+                                             " a place written before)");
     const std::string why = "the middle of the blocks is still cold after sparse writes (" +
                             format_ratio(warm->ratio_p50) + " a place written before)";
     if (m_spec.strategy == Strategy::sparse) {
@@ -237,7 +302,7 @@ void JobRunner::prove_sparse() {
     {
         std::lock_guard lock(m_job_mutex);
         if (m_stopped)
-            return;
+            return conclude(JobStatus::unproven, why + "; stopped before full writes");
         // The sparse job's checkpoint covers every block: the full one starts afresh.
         std::error_code ec;
         std::filesystem::remove(m_spec.options.checkpoint_path, ec);
@@ -245,46 +310,76 @@ void JobRunner::prove_sparse() {
         m_job = std::make_unique<PrefillJob>(m_spec.options, m_target, std::move(*engine),
                                              m_work->device(), m_events);
         m_job->set_fill(m_plan.fill);
+        m_job->set_probe(probe());
     }
     m_final = m_job->run();
-    if (m_final.status == JobStatus::done)
+    if (m_final.status == JobStatus::visited)
         probe_after();
 }
 
-// Done: the warm places, and whether the warming stuck. Only where the probe
-// before found a first-write penalty: without one, warm places time as cold ones
-// do, and a backend that discards zero writes would pass (docs/engine.md). Where
-// zero writes were not found kept, the job's reason says it is not proven warm.
+// Every byte written: the proof. Zero writes found kept (by a first-write penalty,
+// or costing more than reads of never-written space) mean the backend allocated what
+// the job wrote; where the probe found a penalty, the warm probe also shows that it
+// is gone, half a stride from every place the cold probe wrote (docs/engine.md).
+// Zero writes not found kept: written, not proven warm.
 void JobRunner::probe_after() {
     const auto cold = probe().cold;
-    if (!m_spec.probe || !cold || !cold->strides)
-        return;
-    if (cold->zero_writes != ZeroWrites::kept) {
-        m_final.reason = "written, not proven warm: zero writes " +
-                         std::string(to_string(cold->zero_writes)) + " (" +
-                         cold->zero_writes_note + ")";
-        if (m_events)
-            m_events(EventLevel::warning, "probe after: none: " + m_final.reason);
-        return;
+    if (m_spec.options.mode == Mode::read)
+        return conclude(JobStatus::unproven, "read mode writes nothing: nothing to prove");
+    if (!m_target.geometry.is_block_device) {
+        // A file: its filesystem's own account of its holes says.
+        const auto size = m_target.geometry.size_bytes;
+        auto data = data_extents(m_work->device().fd(), size);
+        if (!data)
+            return conclude(JobStatus::unproven,
+                            "written, not proven warm: " + data.error().message);
+        const uint64_t holes = size - std::min(size, data->total_bytes());
+        if (holes)
+            return conclude(JobStatus::unproven, "written, not proven warm: " + format_size(holes) +
+                                                     " of holes left (SEEK_HOLE)");
+        return conclude(JobStatus::warm, "no hole left: every byte is allocated (SEEK_HOLE)");
     }
+    if (!m_spec.probe || !cold)
+        return conclude(JobStatus::unproven, not_probed());
+    if (!cold->strides)
+        return conclude(JobStatus::unproven,
+                        "written, not proven warm: the disk is too small to probe");
+    if (cold->zero_writes == ZeroWrites::discarded)
+        return conclude(JobStatus::not_warmable,
+                        "zero writes are discarded here (" + cold->zero_writes_note +
+                            "): a block job warms nothing; its filesystem's job, once "
+                            "mounted, does");
+    if (cold->zero_writes != ZeroWrites::kept)
+        return conclude(JobStatus::unproven, "written, not proven warm: zero writes " +
+                                                 std::string(to_string(cold->zero_writes)) + " (" +
+                                                 cold->zero_writes_note + ")");
+    if (!has_penalty(*cold))
+        return conclude(JobStatus::warm, "every block written, and zero writes are kept (" +
+                                             cold->zero_writes_note + ")");
     auto warm = probe_warm(m_work->device(), cold->strides, someone_else());
     if (!warm) {
-        if (m_events)
-            m_events(EventLevel::warning, "probe after: " + warm.error().message);
-        return;
+        if (warm.error().err == -EBUSY) {
+            m_final.status = JobStatus::stepped_aside;
+            m_final.reason = "probe after: " + warm.error().message;
+            if (m_events)
+                m_events(EventLevel::info, "stepping aside: " + m_final.reason);
+            return;
+        }
+        return conclude(JobStatus::unproven,
+                        "written, not proven warm: probe after: " + warm.error().message);
     }
-    const bool stuck = !still_cold(*cold, *warm);
-    if (m_events)
-        m_events(stuck ? EventLevel::info : EventLevel::warning,
-                 stuck ? "probe after: warm places p50 " + format_ms(warm->warm.p50_s) + ", " +
-                             format_ratio(penalty_ratio(cold->cold, warm->warm)) +
-                             " faster than cold"
-                       : "probe after: warming did not stick: the warm places still write " +
-                             format_ratio(warm->ratio_p50) +
-                             " slower than places written before (a backend that drops zero "
-                             "writes?)");
-    std::lock_guard lock(m_probe_mutex);
-    m_probe.warm = *warm;
+    {
+        std::lock_guard lock(m_probe_mutex);
+        m_probe.warm = *warm;
+    }
+    if (still_cold(*cold, *warm))
+        return conclude(JobStatus::unproven,
+                        "written, not proven warm: the warm places still write " +
+                            format_ratio(warm->ratio_p50) +
+                            " slower than places written before (the warming did not stick)");
+    conclude(JobStatus::warm, "warm places p50 " + format_ms(warm->warm.p50_s) + ", " +
+                                  format_ratio(penalty_ratio(cold->cold, warm->warm)) +
+                                  " faster than cold");
 }
 
 namespace {

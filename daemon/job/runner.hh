@@ -2,8 +2,9 @@
 // `prewarmd prefill` alike:
 //
 //   open (job/work.hh) -> probe before -> plan (job/plan.hh) -> PrefillJob
-//     -> done: the proof after (sparse: the middle of the blocks must be warm; not
+//     -> visited: the proof after (sparse: the middle of the blocks must be warm; not
 //        so under "auto": every byte after all, a second PrefillJob) or the warm probe
+//     -> the outcome: warm, unproven or not_warmable, the proof or its lack the reason
 //
 // The runner runs on one thread; other threads steer it with commands, as they
 // steer a PrefillJob, and read its snapshots and probes.
@@ -26,9 +27,8 @@ public:
     static Result<std::unique_ptr<JobRunner>> open(const JobSpec& spec, EventSink events);
     // The job set up on work already open (open_work): its chunk size and I/O
     // engine. Its errors are the job's, not the device's (io_uring refused, say).
-    static Result<std::unique_ptr<JobRunner>> set_up(const JobSpec& spec,
-                                                     std::unique_ptr<JobWork> work,
-                                                     EventSink events);
+    static Result<std::unique_ptr<JobRunner>>
+    set_up(const JobSpec& spec, std::unique_ptr<JobWork> work, EventSink events);
     JobRunner(const JobSpec& spec, std::unique_ptr<JobWork> work, EventSink events,
               std::function<Result<std::unique_ptr<IoEngine>>()> make_engine,
               std::unique_ptr<IoEngine> engine);
@@ -44,7 +44,11 @@ private:
     bool plan();
     void prove_sparse();
     void probe_after();
+    void judge_in_claim();
+    void conclude(JobStatus outcome, std::string reason);
+    std::string not_probed() const;
     void end_before(JobStatus status, std::string reason);
+    void end_unwritten(JobStatus outcome, std::string reason);
     SomeoneElse someone_else();
 
     JobSpec m_spec;
@@ -55,6 +59,7 @@ private:
     JobTarget m_target;
     mutable std::mutex m_probe_mutex;
     ProbeFigures m_probe;
+    std::string m_unprobed;         // why the probe before could not be made
     mutable std::mutex m_job_mutex; // m_job is replaced once, for full writes after sparse
     bool m_stopped = false;
     std::unique_ptr<PrefillJob> m_job;

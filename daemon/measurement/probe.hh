@@ -75,6 +75,18 @@ struct ColdProbe {
     ProbeLatency never_read;
     ZeroWrites zero_writes = ZeroWrites::unknown;
     std::string zero_writes_note;
+    // A zero write again over such a read, the median region by region (0: fewer than
+    // 4), and the regions where it costs 1.5x or more: reads of holes, by the look.
+    double zero_over_never = 0;
+    unsigned hole_reads = 0;
+    // First writes that cost 3x the rewrite's p50 or more, of two per stride: at its
+    // start, and at a fresh place this run drew (where an earlier probe did not write).
+    unsigned cold_places = 0;
+    // The first-write penalty spans 8 MiB or more: the backend's bookkeeping (a
+    // fresh table), not an allocation of data; it proves neither kept zero writes
+    // nor whole blocks (docs/engine.md).
+    bool bookkeeping = false;
+    uint64_t written_bytes = 0; // the probe's own writes, to tell others' from them
 };
 
 // The smallest and largest granularities told apart, and the bytes of one sample.
@@ -138,16 +150,15 @@ void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
 // Whether zero writes are kept, where the probe may write only zeros: from the
 // first-write penalty (a first zero write that costs 3x the second allocated
 // something), where each region's first write (`first_s`) also costs 3x a warm
-// write timed just before it (`control_s`; the median of the pairs, at least 4:
+// write timed just before it (`control_s`; the median of the pairs, at least 3:
 // a host busy at the wrong moment, or a cache between busy after the read of
 // never-written space, slows the control as much); else from a zero write again
 // (`again_s`) against a 4 KiB read of
-// never-written space (`never_s`), one of each per calibration region (the median
-// of their ratios, region by region). A kept zero write is a write to storage,
-// dearer than a read that needs none: kept from 2x (one discarding image came to
-// 1.52x on a loaded host). Never "discarded" from these: on the QEMU bed, discarded
-// zero writes cost 0.51x to 0.87x such a read, and kept ones 0.90x to 7.1x
-// (docs/engine.md).
+// never-written space (`never_s`), one pair per stride (the median of their
+// ratios). A kept zero write is a write to storage, dearer than a read that needs
+// none: kept from 1.3x, where a quarter of the places at least say 1.5x or more.
+// Never "discarded" from these: a disk warm already reads storage as its writes
+// write it, and looks the same (docs/engine.md).
 void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& again_s,
                                 const std::vector<double>& never_s,
                                 const std::vector<double>& first_s,
@@ -182,6 +193,17 @@ double penalty_ratio(const ProbeLatency& cold, const ProbeLatency& warm);
 // Whether the cold probe found a first-write penalty at all (cold p50 at least 3x
 // the rewrite's): without one, there is nothing for warming to remove.
 bool has_penalty(const ColdProbe& cold);
+// Whether zero writes change nothing the probe can measure on this disk: no more
+// than a tenth of the first writes cost 3x a rewrite, no read of never-written space
+// cost under 1/1.5 of a zero write again (one lone exception: a host's hiccups), the
+// median under 1x (at least 4 regions). There, either every place is allocated already
+// (the reads read storage as the writes write it) or the backend discards zero
+// writes (neither reaches storage): zeros cannot tell which, and writing them would
+// warm nothing in either case. A cold backend that keeps them writes to storage
+// where a read of a hole does not (the bed: 1.1x to 3.2x, warm and discarding 0.5x
+// to 0.96x; docs/engine.md, "Warm already, or discarded"); a disk cold in places
+// shows it at those places.
+bool zero_writes_tell_nothing(const ColdProbe& cold);
 // Whether a warm probe still looks cold: warming did not stick (a backend that
 // drops zero writes, or a disk made sparse again). The warm places over their
 // references, nearer the first-write penalty than 1, on a log scale; for a warm

@@ -24,14 +24,17 @@ const Transitions table[] = {
      {S::discovered, S::skipped, S::waiting, S::running, S::paused, S::cancelled, S::released,
       S::detached}},
     {S::running,
-     {S::discovered, S::skipped, S::waiting, S::queued, S::paused, S::done, S::failed, S::cancelled,
-      S::released, S::detached}},
+     {S::discovered, S::skipped, S::waiting, S::queued, S::paused, S::warm, S::unproven,
+      S::not_warmable, S::failed, S::cancelled, S::released, S::detached}},
     {S::paused,
-     {S::waiting, S::queued, S::running, S::done, S::failed, S::cancelled, S::released,
-      S::detached}},
-    // Zeros written where the probe could not tell that zero writes are kept: its
+     {S::waiting, S::queued, S::running, S::warm, S::unproven, S::not_warmable, S::failed,
+      S::cancelled, S::released, S::detached}},
+    // Warm, and given back since by discards: warmed again (warm_again).
+    {S::warm, {S::waiting, S::queued}},
+    // A block job not proven warm, or on a backend that discards zero writes: its
     // filesystem, once mounted, is warmed through its free space (take_up_filesystem).
-    {S::done, {S::waiting, S::queued}},
+    {S::unproven, {S::waiting, S::queued}},
+    {S::not_warmable, {S::waiting, S::queued}},
     {S::failed, {S::waiting, S::queued, S::cancelled}},
     {S::cancelled, {S::waiting, S::queued}},
     {S::released, {S::waiting, S::queued, S::cancelled}},
@@ -54,8 +57,12 @@ std::string_view to_string(DiskState state) {
         return "running";
     case S::paused:
         return "paused";
-    case S::done:
-        return "done";
+    case S::warm:
+        return "warm";
+    case S::unproven:
+        return "unproven";
+    case S::not_warmable:
+        return "not_warmable";
     case S::failed:
         return "failed";
     case S::cancelled:
@@ -69,6 +76,9 @@ std::string_view to_string(DiskState state) {
 }
 
 std::optional<DiskState> parse_disk_state(std::string_view name) {
+    // Records written before the outcomes: a job that visited every chunk, proven or not.
+    if (name == "done")
+        return S::unproven;
     for (int i = 0; i <= static_cast<int>(last_disk_state); ++i)
         if (to_string(static_cast<S>(i)) == name)
             return static_cast<S>(i);
@@ -88,10 +98,18 @@ bool is_recorded(DiskState state) {
     return state != S::discovered && state != S::skipped && state != S::waiting;
 }
 
+bool is_finished(DiskState state) {
+    return state == S::warm || state == S::unproven || state == S::not_warmable;
+}
+
 DiskState state_after(JobStatus end) {
     switch (end) {
-    case JobStatus::done:
-        return S::done;
+    case JobStatus::warm:
+        return S::warm;
+    case JobStatus::unproven:
+        return S::unproven;
+    case JobStatus::not_warmable:
+        return S::not_warmable;
     case JobStatus::cancelled:
         return S::cancelled;
     case JobStatus::released:
@@ -104,6 +122,7 @@ DiskState state_after(JobStatus end) {
         return S::waiting;
     case JobStatus::running:
     case JobStatus::queued:
+    case JobStatus::visited: // the runner always says what it came to
     case JobStatus::failed:
         break;
     }

@@ -2,7 +2,7 @@
 // it may go through: one table, which Scheduler::set_state checks.
 //
 //   discovered -> skipped (why) | waiting (attach grace, boot) -> queued -> running
-//   running <-> paused -> done | failed | cancelled | released
+//   running <-> paused -> warm | unproven | not_warmable | failed | cancelled | released
 //   running -> waiting: the job stepped aside for another user of the disk
 //   detached: the disk went away mid-job (resumes if the same disk returns)
 #pragma once
@@ -21,7 +21,9 @@ enum class DiskState {
     queued,
     running,
     paused,
-    done,
+    warm,         // the job's proof says the backend allocated it
+    unproven,     // written, not proven warm
+    not_warmable, // zero writes discarded: warmed through its filesystem, once mounted
     failed,
     cancelled,
     released,
@@ -37,6 +39,9 @@ bool transition_allowed(DiskState from, DiskState to);
 
 // States that say something was, or is, done about the disk: kept across restarts.
 bool is_recorded(DiskState state);
+
+// Whether a disk's job ended with one of the outcomes (warm, unproven, not_warmable).
+bool is_finished(DiskState state);
 
 // The state a job's end leaves its disk in.
 DiskState state_after(JobStatus end);

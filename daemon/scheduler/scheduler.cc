@@ -263,14 +263,13 @@ void Scheduler::enter_paused(Entry& e, std::string reason) {
     set_state(e, DiskState::paused, std::move(reason));
 }
 
-// done, failed, cancelled, released, detached.
+// warm, unproven, not_warmable, failed, cancelled, released, detached.
 void Scheduler::enter_end(Entry& e, DiskState state, std::string reason) {
     set_state(e, state, std::move(reason));
-    if (state == DiskState::done)
+    if (is_finished(state))
         log(false, e,
-            std::string(zeros_unproven(e) ? "written, not proven warm: " : "warmed: ") +
-                format_size(e.last.written_bytes) + " written, " +
-                format_size(e.last.skipped_bytes) + " skipped in " +
+            std::string(to_string(state)) + ": " + format_size(e.last.written_bytes) +
+                " written, " + format_size(e.last.skipped_bytes) + " skipped in " +
                 std::to_string(e.last.elapsed.count() / 1000) + " s");
 }
 
@@ -295,7 +294,7 @@ void Scheduler::job_ended(Entry& e) {
         return;
     }
     if (!stopping || e.last.status != stopping->as()) { // it ended by itself
-        const bool unproven = e.last.status == JobStatus::done && zeros_unproven(e);
+        const bool unproven = warmed_through_filesystem(e, state_after(e.last.status));
         enter_end(e, state_after(e.last.status),
                   unproven ? e.last.reason + "; a filesystem of it is warmed once mounted"
                            : e.last.reason);
@@ -400,7 +399,9 @@ void Scheduler::decide(Entry& e) {
     e.look = e.match.matched || e.has_record ? m_host.look(e.disk) : not_examined();
     if (e.has_record) {
         switch (e.state) {
-        case DiskState::done:
+        case DiskState::warm:
+        case DiskState::unproven:
+        case DiskState::not_warmable:
         case DiskState::paused:
         case DiskState::cancelled:
         case DiskState::released:
@@ -500,7 +501,7 @@ void Scheduler::on_grace(const std::string& identity, bool in_use, const std::st
 // space, online (docs/design.md). True when queued for one. The disks under /,
 // /boot and swap are never considered (match rules), so never taken up here.
 bool Scheduler::take_up_filesystem(Entry& e) {
-    const bool after_zeros = e.state == DiskState::done && zeros_unproven(e);
+    const bool after_zeros = warmed_through_filesystem(e, e.state);
     if (!e.attached || e.job || (e.state != DiskState::skipped && !after_zeros) ||
         !e.match.matched || (m_config.auto_prefill == AutoPrefill::never && !e.requested))
         return false;
@@ -523,12 +524,12 @@ bool Scheduler::take_up_filesystem(Entry& e) {
     return false;
 }
 
-// A block job that wrote zeros where its probe (of the whole disk: the claim's has
-// no strides) could not tell that the backend keeps them: on one that discards
-// them (qcow2 with detect-zeroes) they warmed nothing (docs/engine.md).
-bool Scheduler::zeros_unproven(const Entry& e) const {
-    return !filesystem_of(e.kind) && e.probe.cold && e.probe.cold->strides &&
-           e.probe.cold->zero_writes != ZeroWrites::kept;
+// A block job that ended not proven warm, or found zero writes discarded (qcow2
+// with detect-zeroes): the disk's filesystem, once mounted, is warmed through its
+// free space, where the claim's probe can tell and the fill warms (docs/engine.md).
+bool Scheduler::warmed_through_filesystem(const Entry& e, DiskState state) const {
+    return !filesystem_of(e.kind) &&
+           (state == DiskState::unproven || state == DiskState::not_warmable);
 }
 
 void Scheduler::mounts_changed() {
@@ -708,7 +709,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     auto* e = find(identity);
     if (!e)
         return Error{-ENOENT, "no disk " + identity};
-    if (e->job || e->state == DiskState::done)
+    if (e->job || e->state == DiskState::warm)
         return {}; // one job per disk: starting it again returns it
     if (!e->attached)
         return Error{-ENODEV, identity + " is not attached"};
@@ -811,8 +812,9 @@ Result<void> Scheduler::cancel(const std::string& identity) {
         stop_job(*e, {Stopping::Why::cancel, "cancelled on request"});
         return {};
     }
-    if (e->state == DiskState::done)
-        return Error{-EINVAL, identity + " is done: nothing to cancel"};
+    if (is_finished(e->state))
+        return Error{-EINVAL, identity + " is " + std::string(to_string(e->state)) +
+                                  " already: nothing to cancel"};
     enter_end(*e, DiskState::cancelled, "cancelled on request");
     if (!e->unsaved.empty())
         return Error{-ENOSPC, identity + " is cancelled, but its record could not be saved (" +
@@ -969,7 +971,7 @@ bool Scheduler::busy() const {
 
 std::string Scheduler::status_line() const {
     std::string warming;
-    unsigned running = 0, queued = 0, waiting = 0, done = 0;
+    unsigned running = 0, queued = 0, waiting = 0, warm = 0, not_warm = 0;
     for (const auto& [id, e] : m_entries) {
         if (e->job) {
             if (running++ == 0) {
@@ -983,8 +985,10 @@ std::string Scheduler::status_line() const {
             ++queued;
         } else if (e->state == DiskState::waiting) {
             ++waiting;
-        } else if (e->state == DiskState::done && e->attached) {
-            ++done;
+        } else if (e->state == DiskState::warm && e->attached) {
+            ++warm;
+        } else if (is_finished(e->state) && e->attached) {
+            ++not_warm;
         }
     }
     std::string line = running ? warming : "idle";
@@ -996,7 +1000,8 @@ std::string Scheduler::status_line() const {
         add(running - 1, "more running");
     add(queued, "queued");
     add(waiting, m_boot_finished ? "waiting" : "waiting for the boot to finish");
-    add(done, "done");
+    add(warm, "warm");
+    add(not_warm, "not proven warm");
     return line;
 }
 

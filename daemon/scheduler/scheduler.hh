@@ -52,9 +52,9 @@ struct DiskView {
     int64_t state_since_unix = 0;
 
     // The share warmed, 0 to 1: a disk never warmed has no extent yet (0, not the
-    // engine's "nothing left", 1) unless it is done.
+    // engine's "nothing left", 1) unless its job finished.
     double progress_ratio() const {
-        return progress.total_bytes ? progress.ratio() : (state == DiskState::done ? 1 : 0);
+        return progress.total_bytes ? progress.ratio() : (is_finished(state) ? 1 : 0);
     }
 };
 
@@ -185,7 +185,7 @@ private:
     void enter_grace(Entry& entry);
     bool held_off(Entry& entry, const std::string& prefix);
     bool take_up_filesystem(Entry& entry);
-    bool zeros_unproven(const Entry& entry) const;
+    bool warmed_through_filesystem(const Entry& entry, DiskState state) const;
     void job_ended(Entry& entry);
 
     // The states, each entered through its function, each change through set_state.

@@ -25,5 +25,5 @@ adaptive_watch = [\"${rule%'*'}sim_mnt_a-*\"]"
 wait_for_log "adaptive: backing off, $(basename "$(dev_of a)") at [0-9.]+ ms, [0-9.]+ ms alone" 20
 wait "$fio_pid" || fail "fio: $(tail -5 "$TEST_DIR/fio")"
 wait_for_log "adaptive: the other disks are as fast as alone: full rate again" 30
-wait_for_log "$(disk_pattern b): running -> done" 120
+wait_for_log "$(disk_pattern b): running -> warm" 120
 check_eq "$(stat_of b blocks_allocated)" "$(stat_of b blocks_total)" "B: every block allocated"

@@ -46,5 +46,5 @@ e2fsck -fn "$(dev_of other)" >"$TEST_DIR/fsck" 2>&1 || fail "the formatted disk:
 pass "the formatted disk checks clean"
 sed -i 's/total_rate = "64MiB\/s"/total_rate = "unlimited"/' "$TEST_DIR/prewarmd.toml"
 kill -HUP "$DAEMON_PID"
-wait_for_log "$(disk_pattern gone): running -> done" 60
+wait_for_log "$(disk_pattern gone): running -> warm" 60
 check_eq "$(stat_of gone blocks_allocated)" "$(stat_of gone blocks_total)" "every block allocated in the end"

@@ -56,7 +56,7 @@ umount "$TEST_DIR/boot" 2>"$TEST_DIR/umount.err" || fail "umount mid-job: $(cat 
 pass "umount mid-job succeeded at once"
 wait_for_log "$(disk_pattern boot): running -> skipped: its filesystem job stopped: the filesystem at $TEST_DIR/boot was unmounted"
 mount "$boot_dev" "$TEST_DIR/boot"
-wait_for_log "$(disk_pattern boot): running -> done" 60
+wait_for_log "$(disk_pattern boot): running -> warm" 60
 
 # A blank disk: its block job runs; mkfs (no O_EXCL hold to fail on) and a mount
 # make it step aside; its filesystem is warmed once mounted.
@@ -65,13 +65,13 @@ mkfs.xfs -q "$later_dev" 2>"$TEST_DIR/mkfs.err" || fail "mkfs.xfs during the blo
 mount_for_test "$later_dev" "$TEST_DIR/later"
 wait_for_log "$(disk_pattern later): running -> waiting: stepped aside"
 wait_for_log "$(disk_pattern later): skipped -> queued: the free space of xfs at $TEST_DIR/later" 30
-wait_for_log "$(disk_pattern later): running -> done" 60
+wait_for_log "$(disk_pattern later): running -> warm" 60
 
 for name in boot later; do
     allocated=$(stat_of "$name" blocks_allocated)
     total=$(stat_of "$name" blocks_total)
     check_ge $((allocated * 100 / total)) 85 "$name: per cent of the disk's blocks allocated"
-    check_eq "$(record_of "$name" state)" done "$name: recorded"
+    check_eq "$(record_of "$name" state)" warm "$name: recorded"
 done
 [[ ! -e $TEST_DIR/boot/.prewarmd-claim && ! -e $TEST_DIR/later/.prewarmd-claim ]] ||
     fail "a claim was left behind"

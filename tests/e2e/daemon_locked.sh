@@ -41,6 +41,6 @@ check_eq "$(curl -s "$API/v1/disks/$id" | jq -r .state)" waiting "the locked dis
 check_eq "$(stat_of x blocks_allocated)" 0 "blocks written while the lock is held"
 
 wait "$holder" || true
-wait_for_log "$(disk_pattern x): running -> done" 60
+wait_for_log "$(disk_pattern x): running -> warm" 60
 check_eq "$(stat_of x blocks_allocated)" "$(stat_of x blocks_total)" "every block allocated once the lock was let go"
 check_eq "$(exchange POST "/v1/disks/$id/probe")" 200 "a probe once done"

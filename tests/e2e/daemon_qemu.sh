@@ -1,12 +1,12 @@
 # The daemon on a backend that discards zero writes (QEMU's qcow2 with
 # detect-zeroes=unmap and discard=unmap, as XCP-ng's qcow2 driver sets), judged by
-# qemu-img map: a blank disk's block job writes zeros that warm nothing, and ends
-# done "written, not proven warm", never "warmed"; once the disk is formatted
+# qemu-img map: a blank disk's block job warms nothing, and ends unproven, never
+# warm; once the disk is formatted
 # (ext4, with files) and mounted, its filesystem is warmed through its free space
 # with the fill, to at least 90% of the free space above the reserve; the files
-# read back as they were, and the filesystem checks clean. On QEMU's defaults
-# (zero writes kept), the block job warms the disk (whether the probe could tell
-# or not: there a zero write costs 1.1x to 3x a read of never-written space).
+# read back as they were, the filesystem checks clean, and the job ends warm. On
+# QEMU's defaults (zero writes kept) the block job warms the disk, and its probe
+# proves it (a zero write costs 1.45x to 2x a read of never-written space there).
 source "$(dirname "$0")/lib.sh"
 require_devices
 require_udevd
@@ -29,11 +29,11 @@ total_rate = "unlimited"
 max_parallel = 2
 filesystem_reserve = 10'
 
-wait_for_log "$(pattern kept): running -> done" 60
+wait_for_log "$(pattern kept): running -> warm" 60
 check_ge "$(allocated kept)" $(((1 << 30) * 99 / 100)) "kept: bytes allocated by QEMU (99% of the disk)"
 
-wait_for_log "$(pattern unmap): running -> done: written, not proven warm: zero writes unknown" 60
-wait_for_log "$(pattern unmap): written, not proven warm: "
+wait_for_log "$(pattern unmap): running -> unproven: (written, not proven warm: zero writes unknown|nothing written)" 60
+wait_for_log "$(pattern unmap): unproven: [0-9.]+ [KMG]?i?B written"
 echo "note: unmap: $(allocated unmap) bytes allocated by QEMU after the block job"
 
 dev=$(dev_of unmap)
@@ -46,9 +46,9 @@ sync -f "$mnt"
 before=$(allocated unmap)
 free=$(settled_avail "$mnt")
 reserve=$(($(stat -f -c '%b * %S' "$mnt") / 10))
-wait_for_log "$(pattern unmap): done -> queued: the free space of ext4 at $mnt" 30
+wait_for_log "$(pattern unmap): unproven -> queued: the free space of ext4 at $mnt" 30
 wait_for_log "_exports_unmap-[0-9]+: .*this backend discards zero writes" 60
-wait_for_log "$(pattern unmap): running -> done$" 120
+wait_for_log "$(pattern unmap): running -> warm: filled" 120
 check_ge $(($(allocated unmap) - before)) $(((free - reserve) * 90 / 100)) \
     "unmap: bytes newly allocated by QEMU (90% of the free space above the reserve)"
 check_eq "$(sha "$mnt/f")" "$sha" "unmap: the file reads back as it was"

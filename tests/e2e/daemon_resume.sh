@@ -42,7 +42,7 @@ start_daemon "$config
 [rates]
 \"$(sim_rule)\" = \"unlimited\""
 wait_for_log "$(disk_pattern slow): attached; its job goes on after the attach grace"
-wait_for_log "$(disk_pattern slow): running -> done" 60
+wait_for_log "$(disk_pattern slow): running -> warm" 60
 check_eq "$(stat_of slow blocks_allocated)" "$(stat_of slow blocks_total)" "every block allocated in the end"
 
 # SIGHUP: the changed settings apply at once (what needs a restart is named, as the

@@ -27,8 +27,8 @@ total_rate = "unlimited"
 max_parallel = 1'
 
 wait_for_log "$(disk_pattern whole | cut -d' ' -f1): sparse: one 4.00 KiB write per 2.00 MiB block" 30
-wait_for_log "$(disk_pattern whole | cut -d' ' -f1): probe after: the middle of the blocks is warm" 60
-wait_for_log "$(disk_pattern whole): running -> done" 30
+wait_for_log "$(disk_pattern whole | cut -d' ' -f1): warm: the middle of the blocks is warm" 60
+wait_for_log "$(disk_pattern whole): running -> warm" 30
 check_eq "$(stat_of whole blocks_allocated)" "$(stat_of whole blocks_total)" "whole: every block allocated"
 check_ge $((1024 * 1024 * 1024 / 100)) "$(stat_of whole link_bytes_written)" \
     "whole: 1% of the disk, at least the bytes sent over the link"
@@ -39,13 +39,13 @@ check_eq "$(jq -r .done_bytes <<<"$progress")" $((1024 * 1024 * 1024)) "whole: t
 check_ge $((16 * 1024 * 1024)) "$(jq -r .written_bytes <<<"$progress")" "whole: 16 MiB, at least the bytes written"
 
 wait_for_log "$(disk_pattern bitmap | cut -d' ' -f1): full writes: the probe found per-sector allocation" 30
-wait_for_log "$(disk_pattern bitmap): running -> done" 60
+wait_for_log "$(disk_pattern bitmap): running -> warm" 60
 check_ge "$(stat_of bitmap link_bytes_written)" $((256 * 1024 * 1024)) "bitmap: bytes sent (the whole disk)"
 
 unproven=$(disk_pattern unproven | cut -d' ' -f1)
 wait_for_log "$unproven: sparse: one 4.00 KiB write per 2.00 MiB block" 30
 wait_for_log "$unproven: the middle of the blocks is still cold after sparse writes .*: full writes after all" 60
-wait_for_log "$(disk_pattern unproven): running -> done" 60
+wait_for_log "$(disk_pattern unproven): running -> warm" 60
 check_eq "$(stat_of unproven blocks_allocated)" "$(stat_of unproven blocks_total)" "unproven: every block allocated"
 check_ge "$(stat_of unproven link_bytes_written)" $((1024 * 1024 * 1024)) "unproven: bytes sent (every byte, after all)"
 id=$(curl -s "$API/v1/disks" | jq -r --arg p "$(sim_id unproven)" '.disks[] | select(.id | startswith($p)) | .id')

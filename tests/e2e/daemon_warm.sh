@@ -18,10 +18,10 @@ max_parallel = 2
 backend_block = "auto"'
 
 for name in a b; do
-    wait_for_log "$(disk_pattern "$name"): running -> done" 30
+    wait_for_log "$(disk_pattern "$name"): running -> warm" 30
     check_eq "$(stat_of "$name" blocks_allocated)" "$(stat_of "$name" blocks_total)" \
         "disk $name: every block allocated"
-    check_eq "$(record_of "$name" state)" done "disk $name: recorded"
+    check_eq "$(record_of "$name" state)" warm "disk $name: recorded"
     # Probed before and after (cowsim's blocks: 2 MiB), the block size used as found.
     check_eq "$(record_of "$name" probe.granularity_bytes)" 2097152 "disk $name: probed granularity"
     check_eq "$(record_of "$name" probe.warming_stuck)" true "disk $name: warming stuck"
@@ -39,8 +39,8 @@ pass "the ext4 disk was not warmed"
 "$simdisk" detach b --state "$SIM"
 wait_for_log "$(disk_pattern b): detached"
 "$simdisk" attach b --state "$SIM" >/dev/null
-wait_for_log "$(disk_pattern b): attached; done before"
-pass "a disk done before is not warmed again"
+wait_for_log "$(disk_pattern b): attached; warm before"
+pass "a disk warm before is not warmed again"
 
 # A disk someone opens during its grace.
 "$simdisk" down --state "$SIM"
@@ -52,7 +52,7 @@ on_cleanup "kill $holder"
 # then): which one depends on when udev's event arrives; untouched either way.
 # The holder is named bash until its exec, which comes after the open.
 wait_for_log "$(disk_pattern busy): (waiting -> skipped: in use during the attach grace: opened by|discovered -> skipped: refused: open in another process:) (sleep|bash) \(pid $holder\)"
-wait_for_log "$(disk_pattern quiet): running -> done" 30
+wait_for_log "$(disk_pattern quiet): running -> warm" 30
 check_eq "$(stat_of busy blocks_allocated)" 0 "blocks allocated on the disk in use"
 
 stop_daemon

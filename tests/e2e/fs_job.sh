@@ -81,8 +81,8 @@ for fs in ext4 xfs; do
     wait "$load" "$watcher"
     elapsed=$((SECONDS - started + 1))
     check_eq "$status" 0 "$fs: the filesystem job's exit status"
-    grep -q "^done: " "$TEST_DIR/prefill-$fs.out" || fail "$fs: $(cat "$TEST_DIR/prefill-$fs.out")"
-    pass "$fs: $(grep -m1 "^done: " "$TEST_DIR/prefill-$fs.out")"
+    grep -q "^warm: " "$TEST_DIR/prefill-$fs.out" || fail "$fs: $(cat "$TEST_DIR/prefill-$fs.out")"
+    pass "$fs: $(grep -m1 "^warm: " "$TEST_DIR/prefill-$fs.out")"
 
     check_eq "$(wc -l <"$mnt.errors")" 0 "$fs: the workload's errors ($(head -3 "$mnt.errors"))"
     written=$(cat "$mnt.bytes")

@@ -31,6 +31,7 @@ sync
 
 run_status "$prewarmd" prefill --reserve 5% "$mnt" >"$TEST_DIR/first.out" 2>&1
 check_eq "$status" 0 "exit status ($(tail -1 "$TEST_DIR/first.out"))"
+grep -q "^warm: " "$TEST_DIR/first.out" || fail "the filled job not called warm: $(cat "$TEST_DIR/first.out")"
 grep -q "zero writes discarded (.*this backend discards zero writes)" "$TEST_DIR/first.out" ||
     fail "the probe in the claim did not find the zero writes discarded: $(cat "$TEST_DIR/first.out")"
 grep -q "free space that reads all-zero is filled with 0xa5 bytes instead" "$TEST_DIR/first.out" ||
@@ -41,7 +42,9 @@ check_ge $(($(stat_of z blocks_allocated) * 100 / $(stat_of z blocks_total))) 90
 
 link=$(stat_of z link_bytes_written)
 run_status "$prewarmd" prefill --reserve 5% "$mnt" >"$TEST_DIR/second.out" 2>&1
-check_eq "$status" 0 "second job: exit status ($(tail -1 "$TEST_DIR/second.out"))"
+# Nothing left reads all-zero to probe: written little or nothing, and not called warm.
+check_eq "$status" 8 "second job: exit status ($(tail -1 "$TEST_DIR/second.out"))"
+grep -q "^unproven: " "$TEST_DIR/second.out" || fail "second job: $(cat "$TEST_DIR/second.out")"
 check_le $(($(stat_of z link_bytes_written) - link)) $((512 * 1024 * 1024 / 10)) \
     "second job: bytes written (10% of the disk at most: the filled space reads non-zero)"
 

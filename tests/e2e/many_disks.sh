@@ -29,7 +29,7 @@ while :; do
     body=$(curl -sf --max-time 5 "$API/v1/disks") || fail "GET /v1/disks failed after $answers answers"
     answers=$((answers + 1))
     done=$(jq --arg p "$(sim_rule | sed 's/^id://; s/\*$//')" \
-        '[.disks[] | select(.id | startswith($p)) | select(.state == "done")] | length' <<<"$body")
+        '[.disks[] | select(.id | startswith($p)) | select(.state == "warm")] | length' <<<"$body")
     ((done == 64)) && break
     ((SECONDS < deadline)) ||
         fail "$done of 64 disks done after 120 s: $(jq -c '[.disks[] | {state, reason}] | group_by(.state) | map({(.[0].state): {count: length, first: .[0].reason}}) | add' <<<"$body")"

@@ -17,7 +17,7 @@ allocated=$(stat_of vhd blocks_allocated)
 
 "$prewarmd" prefill --strategy full --json "$dev" >"$TEST_DIR/out.json" 2>"$TEST_DIR/err" ||
     fail "exit $?: $(cat "$TEST_DIR/err")"
-check_eq "$(jq -r .state "$TEST_DIR/out.json")" done "state"
+check_eq "$(jq -r .state "$TEST_DIR/out.json")" warm "state"
 grep -q "queue depth 8," "$TEST_DIR/err" || fail "not the default queue depth: $(cat "$TEST_DIR/err")"
 check_eq "$(sha "$dev")" "$before" "content unchanged"
 check_eq "$(stat_of vhd blocks_allocated)" "$(stat_of vhd blocks_total)" "every block allocated"

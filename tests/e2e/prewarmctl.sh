@@ -1,5 +1,5 @@
 # prewarmctl against a running daemon warming simulated disks: status, show, start
-# (by kernel name, with options), wait (done, failed, timed out), settings, the token
+# (by kernel name, with options), wait (warm, unproven, failed, timed out), settings, the token
 # over TCP,
 # colours only on a terminal and never with NO_COLOR, watch redrawn in place and
 # left cleanly on Ctrl-C, and every failure path with its documented exit code.
@@ -9,7 +9,7 @@ command -v script >/dev/null || cannot_run "no script (package bsdutils)"
 ctl=$PREWARMD_BIN/prewarmctl
 MiB=$((1024 * 1024))
 
-sim_up --disk a=256MiB --disk bad=64MiB --disk slow=512MiB
+sim_up --disk a=256MiB --disk bad=64MiB --disk slow=512MiB --disk tiny=4MiB
 control "fail write bad range=$((32 * MiB))+4KiB"
 a=$(basename "$(dev_of a)")
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -48,8 +48,14 @@ grep -q "^$a is held exclusively until warm: .*prewarmctl release $a. lets go at
 tok() { pc --token-file "$TEST_DIR/token" "$@"; }
 expect_exit 0 "start the disk that fails" tok start "$(dev_of bad)"
 
-expect_exit 0 "wait for a disk to be done" pc wait "$a" --timeout 60s
-check_eq "$(cat "$TEST_DIR/out")" "$a: done" "what wait prints"
+expect_exit 0 "wait for a disk to be warm" pc wait "$a" --timeout 60s
+check_eq "$(cat "$TEST_DIR/out")" "$a: warm" "what wait prints"
+# Under 8 MiB there is no room to probe: written, but nothing proves it warm.
+expect_exit 0 "start a disk too small to probe" tok start "$(dev_of tiny)"
+expect_exit 8 "wait for a disk that ends unproven" pc wait "$(dev_of tiny)" --timeout 60s
+grep -q "^$(basename "$(dev_of tiny)"): unproven: written, not proven warm" "$TEST_DIR/out" ||
+    fail "what wait prints of an unproven disk: $(cat "$TEST_DIR/out")"
+pass "wait says unproven, and why: $(cat "$TEST_DIR/out")"
 expect_exit 1 "wait for a failing disk" pc wait "$(dev_of bad)" --timeout 60s
 grep -q "failed: write at offset $((32 * MiB)) failed" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
 pass "wait names the failure: $(cat "$TEST_DIR/err")"
@@ -65,10 +71,10 @@ run_status wait "$waiter"
 check_eq "$status" 130 "wait's status after SIGINT (128 + 2)"
 
 expect_exit 0 "show" pc show "$a"
-grep -q "^  state:     done" "$TEST_DIR/out" || fail "show: $(cat "$TEST_DIR/out")"
+grep -q "^  state:     warm" "$TEST_DIR/out" || fail "show: $(cat "$TEST_DIR/out")"
 expect_exit 0 "show --json" pc --json show "$a"
-check_eq "$(jq -r .state "$TEST_DIR/out")" done "show --json: state"
-# probe: the done disk's warm places again (its job probed it cold before).
+check_eq "$(jq -r .state "$TEST_DIR/out")" warm "show --json: state"
+# probe: the warm disk's warm places again (its job probed it cold before).
 expect_exit 4 "probe over TCP without the token" "$ctl" --url "$API" probe "$a"
 expect_exit 0 "probe again after the prefill" tok probe "$a"
 grep -q "^  cold/warm  [0-9.]*x" "$TEST_DIR/out" || fail "probe: $(cat "$TEST_DIR/out")"
@@ -78,7 +84,7 @@ expect_exit 1 "probe a disk with a bad sector" tok probe "$(dev_of bad)"
 grep -q "write at offset $((32 * MiB))" "$TEST_DIR/err" || fail "$(cat "$TEST_DIR/err")"
 pass "the probe's error: $(cat "$TEST_DIR/err")"
 expect_exit 5 "show an unknown disk" pc show no-such-disk
-expect_exit 6 "resume a done disk" tok resume "$a"
+expect_exit 6 "resume a warm disk" tok resume "$a"
 expect_exit 0 "pause" tok pause "$(dev_of slow)"
 check_eq "$(cat "$TEST_DIR/out")" "$(basename "$(dev_of slow)"): paused" "what pause prints"
 expect_exit 0 "cancel" tok cancel "$(dev_of slow)"
@@ -98,7 +104,7 @@ grep -q "cannot connect to prewarmd at unix:$TEST_DIR/none.sock: is it running?"
 # Colours: on a terminal (script gives one), not with NO_COLOR, not into a pipe.
 on_tty() { script -qec "$*" /dev/null; }
 on_tty "env -u NO_COLOR $ctl --socket $API_SOCKET status" >"$TEST_DIR/tty"
-grep -q $'\033\\[32mdone' "$TEST_DIR/tty" || fail "no colour on a terminal: $(cat -v "$TEST_DIR/tty")"
+grep -q $'\033\\[32mwarm' "$TEST_DIR/tty" || fail "no colour on a terminal: $(cat -v "$TEST_DIR/tty")"
 on_tty "env NO_COLOR=1 $ctl --socket $API_SOCKET status" >"$TEST_DIR/tty"
 if grep -q $'\033' "$TEST_DIR/tty"; then fail "colours despite NO_COLOR: $(cat -v "$TEST_DIR/tty")"; fi
 if pc status | grep -q $'\033'; then fail "colours into a pipe"; fi

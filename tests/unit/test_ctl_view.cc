@@ -28,13 +28,13 @@ json disk(const std::string& name, const std::string& state, double ratio) {
 } // namespace
 
 TEST_CASE("prewarmctl: the status table lines up, rates and ETA only while running") {
-    const json disks = {disk("xvdb", "running", 0.42), disk("xvdc", "done", 1.0)};
+    const json disks = {disk("xvdb", "running", 0.42), disk("xvdc", "warm", 1.0)};
     const auto table = status_table(disks, Style{});
     CHECK(
         table ==
         "DISK  SIZE      STATE    PROGRESS                     RATE         ETA   ID\n"
         "xvdb  8.00 GiB  running  [########------------]  42%  120.0 MiB/s  1:05  xen-51728-xvdb\n"
-        "xvdc  8.00 GiB  done     [####################] 100%  -            -     "
+        "xvdc  8.00 GiB  warm     [####################] 100%  -            -     "
         "xen-51728-xvdc\n");
     CHECK(status_table(json::array(), Style{}).find("(no disks known)") != std::string::npos);
 }

@@ -80,7 +80,7 @@ TEST_CASE("zero mode writes zeros over zero blocks only, and changes nothing") {
     options.chunk_bytes = 4 * MiB;
     Harness h(before, options);
     const auto result = h.run();
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(h.disk.data == before);
     // Two 2 MiB blocks hold data; the rest, including the 12 KiB tail, was written.
     CHECK(result.skipped_bytes == 4 * MiB);
@@ -102,7 +102,7 @@ TEST_CASE("zero mode checks each backend block: data blocks alone are left") {
     JobOptions options{.chunk_bytes = 4 * MiB, .backend_block_bytes = MiB};
     Harness h(before, options);
     const auto result = h.run();
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(h.disk.data == before);
     CHECK(result.skipped_bytes == 2 * MiB);
     RangeSet written;
@@ -118,7 +118,7 @@ TEST_CASE("rewrite mode writes back everything it read, unchanged") {
     const auto before = disk_with_data(16 * MiB + 512, {0, 7 * MiB, 16 * MiB - 4 * KiB});
     Harness h(before, {.mode = Mode::rewrite, .chunk_bytes = 2 * MiB});
     const auto result = h.run();
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(h.disk.data == before);
     CHECK(total(h.io->writes) == 16 * MiB + 512);
     CHECK(result.skipped_bytes == 0);
@@ -128,7 +128,7 @@ TEST_CASE("read mode only reads") {
     const auto before = disk_with_data(8 * MiB, {MiB});
     Harness h(before, {.mode = Mode::read, .chunk_bytes = MiB});
     const auto result = h.run();
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(h.io->writes.empty());
     CHECK(total(h.io->reads) == 8 * MiB);
     CHECK(h.disk.data == before);
@@ -138,7 +138,7 @@ TEST_CASE("the queue depth bounds the chunks in flight") {
     for (const unsigned depth : {1u, 3u, 8u}) {
         CAPTURE(depth);
         Harness h(std::vector<char>(32 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = depth});
-        REQUIRE(h.run().status == JobStatus::done);
+        REQUIRE(h.run().status == JobStatus::visited);
         CHECK(h.io->max_in_flight <= depth);
         if (depth > 1)
             CHECK(h.io->max_in_flight > 1);
@@ -149,7 +149,7 @@ TEST_CASE("a depth command lowers the chunks in flight while the job runs") {
     Harness h(std::vector<char>(32 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 8});
     h.make();
     h.job->command(DepthCommand{1}); // taken up with the first commands, before any chunk
-    REQUIRE(h.job->run().status == JobStatus::done);
+    REQUIRE(h.job->run().status == JobStatus::visited);
     CHECK(h.io->max_in_flight == 1);
     CHECK(total(h.io->writes) == 32 * MiB);
 }
@@ -167,7 +167,7 @@ TEST_CASE("short reads and writes are completed, not ignored") {
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(shortened > 0);
     CHECK(total(h.io->writes) == 8 * MiB);
     CHECK(h.disk.data == before);
@@ -183,7 +183,7 @@ TEST_CASE("EIO is retried with backoff, then fails naming the offset") {
                 return -EIO;
             return std::nullopt;
         };
-        CHECK(h.job->run().status == JobStatus::done);
+        CHECK(h.job->run().status == JobStatus::visited);
         CHECK(h.saw_event("retry 2 of 3"));
     }
     SUBCASE("a lasting error") {
@@ -233,7 +233,7 @@ TEST_CASE("ENOSPC pauses the job; resumed, it finishes") {
         return std::nullopt;
     };
     const auto result = h.job->run();
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(h.saw_event("the backend is full"));
     CHECK(total(h.io->writes) == 8 * MiB);
 }
@@ -376,7 +376,7 @@ TEST_CASE("stop, then resume from the checkpoint: nothing unfinished is skipped"
     // The second run starts from the disk the first left.
     Harness second(first.disk.data, options);
     const auto finished = second.run();
-    CHECK(finished.status == JobStatus::done);
+    CHECK(finished.status == JobStatus::visited);
     CHECK(finished.resumed_bytes == done_first.total_bytes());
     CHECK(second.disk.data == before);
     // Every zero chunk was written by one run or the other.
@@ -415,7 +415,7 @@ TEST_CASE("pause holds the job until resume; chunks in flight finish") {
     const auto result = h.job->run();
     resumer.join();
     CHECK(paused_seen);
-    CHECK(result.status == JobStatus::done);
+    CHECK(result.status == JobStatus::visited);
     CHECK(total(h.io->writes) == 16 * MiB);
 }
 
@@ -425,7 +425,7 @@ TEST_CASE("a checkpoint of another disk or mode is refused; a damaged one is ign
     options.checkpoint_path = dir.file("ckpt");
     {
         Harness h(std::vector<char>(4 * MiB, 0), options);
-        REQUIRE(h.run().status == JobStatus::done);
+        REQUIRE(h.run().status == JobStatus::visited);
     }
     SUBCASE("another disk") {
         Harness h(std::vector<char>(4 * MiB, 0), options);
@@ -453,7 +453,7 @@ TEST_CASE("a checkpoint of another disk or mode is refused; a damaged one is ign
         f.close();
         Harness h(std::vector<char>(4 * MiB, 0), options);
         const auto result = h.run();
-        CHECK(result.status == JobStatus::done);
+        CHECK(result.status == JobStatus::visited);
         CHECK(result.resumed_bytes == 0);
         CHECK(total(h.io->writes) == 4 * MiB);
         CHECK(h.saw_event("damaged checkpoint"));
@@ -465,7 +465,7 @@ TEST_CASE("a throttled job keeps to its rate") {
     Harness h(std::vector<char>(4 * MiB, 0),
               {.chunk_bytes = MiB, .rate_bytes_per_s = 16 * MiB, .burst_bytes = MiB});
     const auto start = Clock::now();
-    CHECK(h.run().status == JobStatus::done);
+    CHECK(h.run().status == JobStatus::visited);
     CHECK(Clock::now() - start >= std::chrono::milliseconds(187));
 }
 
@@ -536,7 +536,7 @@ TEST_CASE("an open by a reader such as udev's probe does not stop the job") {
             std::ifstream(node).get();
         return std::nullopt;
     };
-    CHECK(h.job->run().status == JobStatus::done);
+    CHECK(h.job->run().status == JobStatus::visited);
     CHECK(total(h.io->writes) == 16 * MiB);
 }
 
@@ -552,7 +552,7 @@ TEST_CASE("the first and last megabytes, where other writers start, are visited 
             reads.push_back(r.offset);
         return std::nullopt;
     };
-    REQUIRE(h.job->run().status == JobStatus::done);
+    REQUIRE(h.job->run().status == JobStatus::visited);
     REQUIRE(reads.size() == 16);
     CHECK(reads.front() == 8 * MiB);
     const std::vector<uint64_t> tail(reads.end() - 4, reads.end());

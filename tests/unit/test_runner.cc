@@ -32,6 +32,7 @@ public:
     JobTarget target() override {
         JobTarget t;
         t.geometry = m_device.geometry();
+        t.geometry.is_block_device = block; // a disk's proof, or a file's
         t.regions.add(0, size);
         t.foreign_writes_counted = false;
         return t;
@@ -57,6 +58,7 @@ public:
 
     std::vector<Plan>& plans; // as the job's source was asked for them
     bool after = false;
+    bool block = true;
 
 private:
     Device m_device;
@@ -97,6 +99,7 @@ struct Harness {
         const int fd = device->fd();
         auto fake = std::make_unique<FakeWork>(std::move(*device), std::move(probe), fills, plans);
         fake->after = probes_after;
+        fake->block = block;
         auto make_engine = [fd] {
             std::string note;
             return make_io_engine(IoEngineKind::sync, fd, 2, note);
@@ -126,6 +129,7 @@ struct Harness {
     std::string path = dir.file("disk.img");
     JobSpec spec;
     bool probes_after = false;
+    bool block = true;
     std::vector<Plan> plans;
     std::vector<std::string> events;
 };
@@ -140,7 +144,8 @@ bool all_of(const std::vector<char>& v, uint64_t from, uint64_t to, char c) {
 TEST_CASE("runner: where zero writes are discarded, free space is filled, blocks with data not") {
     Harness h;
     const auto end = h.run(probed(ZeroWrites::discarded), true);
-    CHECK(end.status == JobStatus::done);
+    CHECK(end.status == JobStatus::warm); // the fill is data: the backend allocates it
+    CHECK(end.reason.find("filled") == 0);
     const auto after = h.content();
     const char fill = static_cast<char>(free_space_fill);
     CHECK(all_of(after, 0, 2 * MiB, fill));
@@ -155,7 +160,7 @@ TEST_CASE("runner: where zero writes are discarded, free space is filled, blocks
 TEST_CASE("runner: a disk's content is never filled, whatever the probe found") {
     Harness h;
     const auto end = h.run(probed(ZeroWrites::discarded), false);
-    CHECK(end.status == JobStatus::done);
+    CHECK(end.status == JobStatus::unproven); // zeros, where they are discarded
     const auto after = h.content();
     CHECK(all_of(after, 0, 2 * MiB, 0));
     CHECK(all_of(after, 2 * MiB, 2 * MiB + 4096, 'D'));
@@ -180,12 +185,85 @@ TEST_CASE("runner: forced sparse on per-sector allocation fails before writing")
     CHECK(end.reason.find("sparse writes would leave the middle of the blocks cold") == 0);
 }
 
-TEST_CASE("runner: zero writes not found kept: done, but not called warm, and no warm probe") {
+TEST_CASE("runner: zero writes not found kept: unproven, not called warm, and no warm probe") {
     Harness h;
     h.spec.probe = true;
     h.probes_after = true;
     const auto end = h.run(probed(ZeroWrites::unknown), false);
-    CHECK(end.status == JobStatus::done);
+    CHECK(end.status == JobStatus::unproven);
     CHECK(end.reason == "written, not proven warm: zero writes unknown (the figures)");
-    CHECK(h.said("probe after: none: written, not proven warm"));
+    CHECK(h.said("unproven: written, not proven warm"));
+}
+
+TEST_CASE("runner: zero writes found discarded on the disk: not_warmable, saying what warms it") {
+    Harness h;
+    h.spec.probe = true;
+    h.probes_after = true;
+    const auto end = h.run(probed(ZeroWrites::discarded), false);
+    CHECK(end.status == JobStatus::not_warmable);
+    CHECK(end.reason.find("its filesystem's job, once mounted") != std::string::npos);
+}
+
+TEST_CASE("runner: zero writes kept and every block written: warm, without a penalty to probe") {
+    Harness h;
+    h.spec.probe = true;
+    h.probes_after = true;
+    const auto end = h.run(probed(ZeroWrites::kept), false);
+    CHECK(end.status == JobStatus::warm);
+    CHECK(end.reason == "every block written, and zero writes are kept (the figures)");
+}
+
+TEST_CASE("runner: not probed: unproven, whatever was written") {
+    Harness h;
+    h.probes_after = true;
+    const auto end = h.run(std::nullopt, false);
+    CHECK(end.status == JobStatus::unproven);
+    CHECK(end.reason == "written, not proven warm: not probed");
+    CHECK(end.written_bytes > 0);
+}
+
+TEST_CASE("runner: a file is warm when its filesystem says no hole is left, whatever the probe") {
+    Harness h;
+    h.probes_after = true;
+    h.block = false;
+    // The block holding data is left alone, holes and all: not warm, and said so.
+    const auto holes = h.run(std::nullopt, false);
+    CHECK(holes.status == JobStatus::unproven);
+    CHECK(holes.reason == "written, not proven warm: 2.00 MiB of holes left (SEEK_HOLE)");
+    // Zeros where the data was: every block is written, none left a hole.
+    const int fd = ::open(h.path.c_str(), O_WRONLY);
+    REQUIRE(fd >= 0);
+    const std::vector<char> zeros(4096, 0);
+    REQUIRE(::pwrite(fd, zeros.data(), zeros.size(), 2 * MiB) == 4096);
+    ::close(fd);
+    const auto end = h.run(std::nullopt, false);
+    CHECK(end.status == JobStatus::warm);
+    CHECK(end.reason == "no hole left: every byte is allocated (SEEK_HOLE)");
+}
+
+TEST_CASE("runner: zero writes that change nothing measurable: nothing written, unproven") {
+    Harness h;
+    h.spec.probe = true;
+    h.probes_after = true;
+    auto probe = probed(ZeroWrites::unknown);
+    probe.zero_over_never = 0.9; // reads cost what zero writes do: all storage, or none
+    REQUIRE(zero_writes_tell_nothing(probe));
+    const auto end = h.run(probe, false);
+    CHECK(end.status == JobStatus::unproven);
+    CHECK(end.written_bytes == 0);
+    CHECK(end.done_bytes == size);
+    CHECK(end.reason.find("nothing written: zero writes change nothing measurable here") == 0);
+    CHECK(h.plans.empty()); // the job's source never asked
+    // A place that reads like a hole, or a cold first write, and it writes after all.
+    for (const bool hole : {true, false}) {
+        Harness k;
+        k.spec.probe = true;
+        k.probes_after = true;
+        auto some_cold = probe;
+        (hole ? some_cold.hole_reads : some_cold.cold_places) = hole ? 2 : 4; // past the hiccups
+        CHECK_FALSE(zero_writes_tell_nothing(some_cold));
+        const auto written = k.run(some_cold, false);
+        CHECK(written.status == JobStatus::unproven);
+        CHECK(written.written_bytes > 0);
+    }
 }

@@ -157,7 +157,7 @@ FilesystemTarget ext4_at(const std::string& mount_point, const std::string& devi
 
 } // namespace
 
-TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
+TEST_CASE("a blank disk: attach grace, queued, running, warm, recorded") {
     Harness h;
     const auto xvdb = xen_disk("xvdb", 51728);
     h.scheduler->on_attached(xvdb);
@@ -169,16 +169,16 @@ TEST_CASE("a blank disk: attach grace, queued, running, done, recorded") {
     REQUIRE(h.host.jobs.count("xvdb"));
     CHECK(h.host.specs["xvdb"].options.checkpoint_path.find("/checkpoints/xen-51728-") !=
           std::string::npos);
-    h.host.jobs["xvdb"]->finish(JobStatus::done);
+    h.host.jobs["xvdb"]->finish(JobStatus::warm);
     h.scheduler->reap();
-    CHECK(h.state_of(xvdb) == DiskState::done);
+    CHECK(h.state_of(xvdb) == DiskState::warm);
     CHECK(h.state->load().records.size() == 1);
     CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
-        return l.find("xen-51728-2147483648 (xvdb): running -> done") != std::string::npos;
+        return l.find("xen-51728-2147483648 (xvdb): running -> warm") != std::string::npos;
     }));
 }
 
-TEST_CASE("a blank disk whose zero writes were not found kept: its filesystem is warmed too") {
+TEST_CASE("a blank disk not proven warm: its filesystem is warmed too") {
     Harness h;
     const auto xvdc = xen_disk("xvdc", 51744);
     h.scheduler->on_attached(xvdc);
@@ -188,13 +188,14 @@ TEST_CASE("a blank disk whose zero writes were not found kept: its filesystem is
     probe.strides = 16; // of the whole disk
     probe.zero_writes = ZeroWrites::unknown;
     h.host.jobs["xvdc"]->figures.cold = probe;
-    h.host.jobs["xvdc"]->finish(JobStatus::done, "written, not proven warm: zero writes unknown");
+    h.host.jobs["xvdc"]->finish(JobStatus::unproven,
+                                "written, not proven warm: zero writes unknown");
     h.scheduler->reap();
-    CHECK(h.state_of(xvdc) == DiskState::done);
+    CHECK(h.state_of(xvdc) == DiskState::unproven);
     CHECK(h.reason_of(xvdc) == "written, not proven warm: zero writes unknown; a filesystem of it "
                                "is warmed once mounted");
     CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
-        return l.find("written, not proven warm: 0 B written") != std::string::npos;
+        return l.find("unproven: 0 B written") != std::string::npos;
     }));
 
     // Formatted and mounted: a filesystem job, from nothing (the block job's
@@ -206,24 +207,24 @@ TEST_CASE("a blank disk whose zero writes were not found kept: its filesystem is
     CHECK(h.state_of(xvdc) == DiskState::running);
     REQUIRE(std::get_if<FilesystemJob>(&h.host.specs["xvdc"].kind));
     CHECK_FALSE(std::filesystem::exists(checkpoint));
-    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::warm);
     h.scheduler->reap();
-    CHECK(h.state_of(xvdc) == DiskState::done);
-    h.scheduler->mounts_changed(); // done through its filesystem: stays done
-    CHECK(h.state_of(xvdc) == DiskState::done);
+    CHECK(h.state_of(xvdc) == DiskState::warm);
+    h.scheduler->mounts_changed(); // warm through its filesystem: stays warm
+    CHECK(h.state_of(xvdc) == DiskState::warm);
 
-    // Where the probe found zero writes kept, done is done.
+    // A block job that ended warm: its filesystem is not warmed again.
     Harness k;
     const auto xvdd = xen_disk("xvdd", 51760);
     k.scheduler->on_attached(xvdd);
     k.quiet(xvdd);
     probe.zero_writes = ZeroWrites::kept;
     k.host.jobs["xvdd"]->figures.cold = probe;
-    k.host.jobs["xvdd"]->finish(JobStatus::done);
+    k.host.jobs["xvdd"]->finish(JobStatus::warm);
     k.scheduler->reap();
     k.host.mounted["xvdd"] = {ext4_at("/data", "xvdd1")};
     k.scheduler->mounts_changed();
-    CHECK(k.state_of(xvdd) == DiskState::done);
+    CHECK(k.state_of(xvdd) == DiskState::warm);
 }
 
 TEST_CASE("disks holding data, unmatched or busy in the grace are skipped with the reason") {
@@ -305,11 +306,11 @@ TEST_CASE("a disk left to its users is warmed through its filesystem once mounte
     h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc1")};
     h.scheduler->mounts_changed();
     CHECK(h.state_of(xvdc) == DiskState::running);
-    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::warm);
     h.scheduler->reap();
-    CHECK(h.state_of(xvdc) == DiskState::done);
-    h.scheduler->mounts_changed(); // done stays done
-    CHECK(h.state_of(xvdc) == DiskState::done);
+    CHECK(h.state_of(xvdc) == DiskState::warm);
+    h.scheduler->mounts_changed(); // warm stays warm
+    CHECK(h.state_of(xvdc) == DiskState::warm);
 }
 
 TEST_CASE("filesystems: auto_prefill never, disks not considered and busy starts") {
@@ -356,11 +357,11 @@ TEST_CASE("at most max_parallel jobs; the rest queue in order, asked-for jobs fi
     h.scheduler->on_attached(asked);
     REQUIRE(h.scheduler->start(disk_identity(asked), {}).ok());
     CHECK(h.state_of(asked) == DiskState::queued);
-    h.host.jobs["xvdb"]->finish(JobStatus::done);
+    h.host.jobs["xvdb"]->finish(JobStatus::warm);
     h.scheduler->reap();
     CHECK(h.host.jobs.count("xvdf"));
     CHECK_FALSE(h.host.jobs.count("xvdd"));
-    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::warm);
     h.scheduler->reap();
     CHECK(h.host.jobs.count("xvdd"));
 }
@@ -377,7 +378,7 @@ TEST_CASE("running jobs share the total rate; a disk's own rate is its own") {
     CHECK(h.host.jobs["xvdd"]->rate == 10 * MiB);
     h.scheduler->set_total_rate(200 * MiB);
     CHECK(h.host.jobs["xvdb"]->rate == 100 * MiB);
-    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::warm);
     h.scheduler->reap();
     CHECK(h.host.jobs["xvdb"]->rate == 200 * MiB);
 }
@@ -538,7 +539,7 @@ TEST_CASE("another volume in a detached disk's slot: its record, checkpoint and 
     }
 }
 
-TEST_CASE("after a restart: running jobs resume, done disks stay done, user stops stay") {
+TEST_CASE("after a restart: running jobs resume, warm disks stay warm, user stops stay") {
     std::map<std::string, DiskInfo> disks{{"xvdb", xen_disk("xvdb", 51728)},
                                           {"xvdc", xen_disk("xvdc", 51744)},
                                           {"xvdd", xen_disk("xvdd", 51760)}};
@@ -547,7 +548,7 @@ TEST_CASE("after a restart: running jobs resume, done disks stay done, user stop
         h.scheduler->on_attached(d);
         h.quiet(d);
     }
-    h.host.jobs["xvdc"]->finish(JobStatus::done);
+    h.host.jobs["xvdc"]->finish(JobStatus::warm);
     h.scheduler->reap();
     REQUIRE(h.scheduler->pause(disk_identity(disks["xvdd"])).ok());
     h.scheduler->shutdown(); // SIGTERM: xvdb keeps "running" in its record
@@ -560,7 +561,7 @@ TEST_CASE("after a restart: running jobs resume, done disks stay done, user stop
     h.quiet(disks["xvdb"]);
     CHECK(h.state_of(disks["xvdb"]) == DiskState::running);
     CHECK(h.host.jobs.count("xvdb"));
-    CHECK(h.state_of(disks["xvdc"]) == DiskState::done);
+    CHECK(h.state_of(disks["xvdc"]) == DiskState::warm);
     CHECK(h.state_of(disks["xvdd"]) == DiskState::paused);
     CHECK(h.host.jobs.size() == 1);
 }
@@ -654,12 +655,21 @@ TEST_CASE("adaptive pressure scales every running job's rate and queue depth; 0 
     CHECK(h.host.jobs["xvdb"]->rate == 100ULL << 20);
 }
 
-TEST_CASE("the state table: done goes on only to its filesystem, an illegal change is refused") {
-    CHECK(transition_allowed(DiskState::running, DiskState::done));
-    CHECK(transition_allowed(DiskState::done, DiskState::done));   // a new reason
-    CHECK(transition_allowed(DiskState::done, DiskState::queued)); // zeros not proven kept
-    CHECK_FALSE(transition_allowed(DiskState::done, DiskState::running));
-    CHECK_FALSE(transition_allowed(DiskState::done, DiskState::cancelled));
+TEST_CASE("the state table: an outcome goes on only to a job again, an illegal change is refused") {
+    for (const auto outcome : {DiskState::warm, DiskState::unproven, DiskState::not_warmable}) {
+        CHECK(transition_allowed(DiskState::running, outcome));
+        CHECK(transition_allowed(DiskState::paused, outcome));
+        CHECK(transition_allowed(outcome, outcome)); // a new reason
+        CHECK(transition_allowed(outcome, DiskState::queued));
+        CHECK(is_finished(outcome));
+    }
+    CHECK(state_after(JobStatus::warm) == DiskState::warm);
+    CHECK(state_after(JobStatus::unproven) == DiskState::unproven);
+    CHECK(state_after(JobStatus::not_warmable) == DiskState::not_warmable);
+    CHECK(state_after(JobStatus::visited) == DiskState::failed); // never left unjudged
+    CHECK(parse_disk_state("done") == DiskState::unproven);      // a record from before
+    CHECK_FALSE(transition_allowed(DiskState::warm, DiskState::running));
+    CHECK_FALSE(transition_allowed(DiskState::warm, DiskState::cancelled));
     CHECK_FALSE(transition_allowed(DiskState::discovered, DiskState::running));
     CHECK_FALSE(transition_allowed(DiskState::cancelled, DiskState::running));
     for (int i = 0; i <= static_cast<int>(last_disk_state); ++i) {
