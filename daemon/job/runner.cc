@@ -170,16 +170,6 @@ void JobRunner::end_before(JobStatus status, std::string reason) {
         m_events(EventLevel::warning, std::string(to_string(status)) + ": " + m_final.reason);
 }
 
-// Ends the job before it wrote anything, with an outcome the probe alone decides:
-// the whole disk covered.
-void JobRunner::end_unwritten(JobStatus outcome, std::string reason) {
-    m_final = m_job->snapshot();
-    if (!m_final.total_bytes)
-        m_final.total_bytes = geometry().size_bytes;
-    m_final.done_bytes = m_final.total_bytes;
-    conclude(outcome, std::move(reason));
-}
-
 // The probe before (where the kind makes one), the backend block it found, and the
 // plan. False when the job ends here.
 bool JobRunner::plan() {
@@ -211,20 +201,6 @@ bool JobRunner::plan() {
                          cold->zero_writes_note + ")");
         std::lock_guard lock(m_probe_mutex);
         m_probe.cold = *cold;
-    }
-    // Zero writes that change nothing measurable (a second run, a lost record, a
-    // clone of a warm disk, or a backend that discards them): nothing to write
-    // (docs/engine.md, "Warm already, or discarded").
-    if (cold && m_work->probes_after() && m_spec.options.mode == Mode::zero &&
-        zero_writes_tell_nothing(*cold)) {
-        end_unwritten(JobStatus::unproven,
-                      "nothing written: zero writes change nothing measurable here (" +
-                          std::to_string(cold->strides - cold->cold_places) + " of " +
-                          std::to_string(cold->strides) +
-                          " places warm at their first write, and " + cold->zero_writes_note +
-                          "): the disk is warm already, or its backend discards zero writes; "
-                          "its filesystem's job, once mounted, can tell");
-        return false;
     }
     if (m_spec.backend_block_auto) {
         const bool found = cold && cold->granularity_bytes;

@@ -48,7 +48,6 @@ private:
     void conclude(JobStatus outcome, std::string reason);
     std::string not_probed() const;
     void end_before(JobStatus status, std::string reason);
-    void end_unwritten(JobStatus outcome, std::string reason);
     SomeoneElse someone_else();
 
     JobSpec m_spec;

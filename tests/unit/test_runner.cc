@@ -240,30 +240,3 @@ TEST_CASE("runner: a file is warm when its filesystem says no hole is left, what
     CHECK(end.status == JobStatus::warm);
     CHECK(end.reason == "no hole left: every byte is allocated (SEEK_HOLE)");
 }
-
-TEST_CASE("runner: zero writes that change nothing measurable: nothing written, unproven") {
-    Harness h;
-    h.spec.probe = true;
-    h.probes_after = true;
-    auto probe = probed(ZeroWrites::unknown);
-    probe.zero_over_never = 0.9; // reads cost what zero writes do: all storage, or none
-    REQUIRE(zero_writes_tell_nothing(probe));
-    const auto end = h.run(probe, false);
-    CHECK(end.status == JobStatus::unproven);
-    CHECK(end.written_bytes == 0);
-    CHECK(end.done_bytes == size);
-    CHECK(end.reason.find("nothing written: zero writes change nothing measurable here") == 0);
-    CHECK(h.plans.empty()); // the job's source never asked
-    // A place that reads like a hole, or a cold first write, and it writes after all.
-    for (const bool hole : {true, false}) {
-        Harness k;
-        k.spec.probe = true;
-        k.probes_after = true;
-        auto some_cold = probe;
-        (hole ? some_cold.hole_reads : some_cold.cold_places) = hole ? 2 : 4; // past the hiccups
-        CHECK_FALSE(zero_writes_tell_nothing(some_cold));
-        const auto written = k.run(some_cold, false);
-        CHECK(written.status == JobStatus::unproven);
-        CHECK(written.written_bytes > 0);
-    }
-}
