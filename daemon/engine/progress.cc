@@ -39,11 +39,6 @@ bool is_end(JobStatus status) {
            status != JobStatus::paused;
 }
 
-bool is_outcome(JobStatus status) {
-    return status == JobStatus::warm || status == JobStatus::unproven ||
-           status == JobStatus::not_warmable;
-}
-
 void to_json(nlohmann::json& out, const ProgressSnapshot& s) {
     const auto& l = s.write_latency;
     out = {

@@ -38,8 +38,6 @@ enum class JobStatus {
 };
 std::string_view to_string(JobStatus status);
 bool is_end(JobStatus status);
-// The outcomes of a job that visited every chunk, as its proof says.
-bool is_outcome(JobStatus status);
 
 struct ProgressSnapshot {
     JobStatus status = JobStatus::queued;
