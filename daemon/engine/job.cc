@@ -24,6 +24,7 @@ constexpr uint64_t flush_tag = ~uint64_t{0} - 1;
 constexpr auto tick_interval = std::chrono::milliseconds(250);
 // Foreign writes are looked for this often (docs/engine.md: at least once a second).
 constexpr auto write_check_interval = std::chrono::seconds(1);
+constexpr auto quiet_poll = std::chrono::milliseconds(10); // while a probe holds new I/O
 // Zero mode holds a read buffer only while a chunk is read and checked; its writes
 // all come from one zero buffer. So few read buffers serve a deep queue.
 constexpr unsigned zero_mode_read_buffers = 3;
@@ -221,6 +222,10 @@ ProgressSnapshot PrefillJob::run() {
                     publish(now);
                 }
             }
+            if (const bool busy = !drained(); busy != m_busy) {
+                m_busy = busy;
+                m_quiet.set_busy(this, busy);
+            }
             completions.clear();
             if (auto reaped = m_engine->reap(completions, deadline(now)); !reaped)
                 abort_io(reaped.error().message);
@@ -242,6 +247,10 @@ ProgressSnapshot PrefillJob::run() {
                 m_next_tick = now + tick_interval;
             }
         }
+    }
+    if (m_busy) {
+        m_busy = false;
+        m_quiet.set_busy(this, false);
     }
     if (m_phase == Phase::ending) // it could not start
         set_phase(Phase::ended);
@@ -397,6 +406,10 @@ void PrefillJob::obey(const JobCommand& command, Clock::time_point now) {
 }
 
 void PrefillJob::issue(Clock::time_point now) {
+    if (m_quiet.held()) { // another job's probe times the disks
+        m_throttled_until = now + quiet_poll;
+        return;
+    }
     for (auto& slot : m_slots)
         if (slot.stage == Slot::Stage::waiting && slot.retry_at <= now) {
             if (slot.op == IoOp::write)

@@ -32,6 +32,7 @@
 #include "io/device.hh"
 #include "io/io_engine.hh"
 #include "io/open_watch.hh"
+#include "measurement/quiet.hh"
 
 namespace prewarmd {
 
@@ -174,6 +175,8 @@ private:
     std::vector<JobCommand> m_commands;
 
     // The job thread's own state.
+    ProbeQuiet& m_quiet = ProbeQuiet::process(); // new I/O waits while a probe holds it
+    bool m_busy = false;                         // I/O in flight, as m_quiet was told
     Phase m_phase = Phase::starting;
     JobStatus m_end = JobStatus::failed; // once ending: how
     std::string m_end_reason;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/units.hh"
+#include "measurement/quiet.hh"
 
 namespace prewarmd {
 namespace {
@@ -437,6 +438,7 @@ Result<ColdProbe> probe_cold(const Device& device, const ProbeOptions& options) 
     if (out.strides == 0)
         return Error{-EINVAL, "too small to probe: " + std::to_string(g.size_bytes) +
                                   " bytes (8 MiB at least)"};
+    const ProbeQuiet::Hold quiet(ProbeQuiet::process());
     const int fd = device.fd();
 
     // A fresh place per stride, read, then written: three quarters of a stride on or
@@ -523,6 +525,7 @@ Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t
                                 const SomeoneElse& someone_else, bool data_allowed) {
     if (regions.empty())
         return Error{-EINVAL, "no region to probe"};
+    const ProbeQuiet::Hold quiet(ProbeQuiet::process());
     auto buffer = aligned_buffer(data_allowed ? pair_io_bytes : probe_io_bytes);
     if (!buffer)
         return buffer.error();
@@ -609,6 +612,7 @@ void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
 
 Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
                              const SomeoneElse& someone_else, uint64_t shift) {
+    const ProbeQuiet::Hold quiet(ProbeQuiet::process());
     auto buffer = aligned_buffer(probe_io_bytes);
     if (!buffer)
         return buffer.error();

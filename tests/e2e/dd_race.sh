@@ -31,8 +31,8 @@ round() { # NAME DELAY OFFSET_MIB [DD FLAGS...]
     cmp -s "$TEST_DIR/pattern" <(dd if="$dev" bs=1M skip="$offset" count=256 iflag=direct status=none) ||
         fail "$name round at $delay s, offset $offset MiB, dd $*: what dd wrote does not read back; prefill said: $(cat "$TEST_DIR/prefill.out")"
     if [[ $status == 3 ]]; then
-        grep -q "stepping aside: the disk \(was opened\|is open\) by dd (pid" "$TEST_DIR/prefill.out" ||
-            grep -q "stepping aside: another writer wrote" "$TEST_DIR/prefill.out" ||
+        grep -q "stepping aside\( before the job\)\?: the disk \(was opened\|is open\) by dd (pid" "$TEST_DIR/prefill.out" ||
+            grep -q "stepping aside\( before the job\)\?: another writer wrote" "$TEST_DIR/prefill.out" ||
             fail "$name: the job stepped aside without saying for whom: $(cat "$TEST_DIR/prefill.out")"
         stepped=$((stepped + 1))
     elif [[ $status != 0 ]]; then

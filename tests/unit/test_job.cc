@@ -419,6 +419,39 @@ TEST_CASE("pause holds the job until resume; chunks in flight finish") {
     CHECK(total(h.io->writes) == 16 * MiB);
 }
 
+TEST_CASE("while a probe holds the quiet, a job starts no I/O; in flight, it finishes first") {
+    Harness h(std::vector<char>(16 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 4});
+    h.make();
+    std::atomic<unsigned> submitted{0};
+    std::atomic<uint64_t> written{0};
+    std::atomic<bool> reached{false};
+    h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+        ++submitted;
+        if (r.op == IoOp::write)
+            written += r.length;
+        if (r.op == IoOp::read && r.offset == 4 * MiB) { // the probe starts here
+            reached = true;
+            for (int i = 0; i < 5000 && !ProbeQuiet::process().held(); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return std::nullopt;
+    };
+    std::thread probe([&] {
+        for (int i = 0; i < 5000 && !reached; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const ProbeQuiet::Hold hold(ProbeQuiet::process(), std::chrono::seconds(10));
+        CHECK(ProbeQuiet::process().busy() == 0);
+        CHECK(written < 16 * MiB); // the job waits for the probe
+        const unsigned at_hold = submitted;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        CHECK(submitted == at_hold);
+    });
+    const auto result = h.job->run();
+    probe.join();
+    CHECK(result.status == JobStatus::visited);
+    CHECK(total(h.io->writes) == 16 * MiB);
+}
+
 TEST_CASE("a checkpoint of another disk or mode is refused; a damaged one is ignored") {
     TempDir dir;
     JobOptions options{.chunk_bytes = MiB};
