@@ -28,7 +28,10 @@ std::string read_first_line(const std::string& path) {
     return line;
 }
 
-Result<uint64_t> sectors_written(dev_t devnum) {
+namespace {
+
+// Field `index` (from 0) of /sys/dev/block/MAJ:MIN/stat; `what` names it in errors.
+Result<uint64_t> stat_field(dev_t devnum, size_t index, const char* what) {
     const std::string path = "/sys/dev/block/" + std::to_string(major(devnum)) + ":" +
                              std::to_string(minor(devnum)) + "/stat";
     const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -40,12 +43,25 @@ Result<uint64_t> sectors_written(dev_t devnum) {
         return errno_error(path);
     text[n] = 0;
     std::istringstream fields(text);
+    uint64_t value = 0;
+    for (size_t i = 0; i <= index; ++i)
+        if (!(fields >> value))
+            return Error{i < 7 ? -EINVAL : -ENODATA,
+                         path + (i < 7 ? ": not the kernel's stat fields"
+                                       : std::string(": the kernel counts no ") + what + " here")};
+    return value;
+}
+
+} // namespace
+
+Result<uint64_t> sectors_written(dev_t devnum) {
     // read I/Os, merges, sectors, ticks; write I/Os, merges, sectors
-    uint64_t values[7] = {};
-    for (auto& v : values)
-        if (!(fields >> v))
-            return Error{-EINVAL, path + ": not the kernel's stat fields"};
-    return values[6];
+    return stat_field(devnum, 6, "writes");
+}
+
+Result<uint64_t> sectors_discarded(dev_t devnum) {
+    // ... in flight, io ticks, time in queue; discard I/Os, merges, sectors (Linux 4.18)
+    return stat_field(devnum, 13, "discards");
 }
 
 } // namespace prewarmd

@@ -17,5 +17,8 @@ std::string read_first_line(const std::string& path);
 // /sys/dev/block/MAJ:MIN/stat. An error when it cannot be read (-ENOENT: no such
 // device; -EMFILE and the like: the count is there, unread): never a guess.
 Result<uint64_t> sectors_written(dev_t devnum);
+// 512-byte sectors discarded on it since boot (fstrim, mkfs, blkdiscard), the same
+// way; -ENODATA where the kernel counts no discards (before Linux 4.18).
+Result<uint64_t> sectors_discarded(dev_t devnum);
 
 } // namespace prewarmd

@@ -29,8 +29,8 @@ const Transitions table[] = {
     {S::paused,
      {S::waiting, S::queued, S::running, S::warm, S::unproven, S::not_warmable, S::failed,
       S::cancelled, S::released, S::detached}},
-    // Warm, and given back since by discards: warmed again (warm_again).
-    {S::warm, {S::waiting, S::queued}},
+    // Warm, and given back since by discards: judged afresh (warm_again).
+    {S::warm, {S::discovered, S::skipped, S::waiting, S::queued}},
     // A block job not proven warm, or on a backend that discards zero writes: its
     // filesystem, once mounted, is warmed through its free space (take_up_filesystem).
     {S::unproven, {S::waiting, S::queued}},

@@ -3,6 +3,7 @@
 // in its place.
 #pragma once
 
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -28,6 +29,12 @@ public:
     virtual std::vector<Result<FilesystemTarget>> filesystems_on(const DiskInfo& disk) {
         (void)disk;
         return {};
+    }
+    // Bytes discarded on the disk since boot, by anyone: the kernel's count
+    // (sectors_discarded). Errors when it cannot be read.
+    virtual Result<uint64_t> discarded_bytes(const DiskInfo& disk) {
+        (void)disk;
+        return Error{-ENOTSUP, "no count of discards"};
     }
     // Opens the disk of `spec.disk` (by its sequence number, judged again through
     // that descriptor) and starts the job; `on_finished` is called from the job's

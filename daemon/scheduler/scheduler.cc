@@ -55,6 +55,9 @@ struct Scheduler::Entry {
     int64_t state_since_unix = 0;
     std::string unsaved; // why its record could not be saved ("" once it was)
     std::string volume;  // which volume its record and job are for (DiskInfo::volume)
+    // Warm: the kernel's count of bytes discarded on it then (check_discards).
+    std::optional<uint64_t> discarded_at_warm;
+    bool discards_unread = false; // said once: the count could not be read
 };
 
 namespace {
@@ -266,6 +269,8 @@ void Scheduler::enter_paused(Entry& e, std::string reason) {
 // warm, unproven, not_warmable, failed, cancelled, released, detached.
 void Scheduler::enter_end(Entry& e, DiskState state, std::string reason) {
     set_state(e, state, std::move(reason));
+    if (state == DiskState::warm)
+        watch_discards(e);
     if (is_finished(state))
         log(false, e,
             std::string(to_string(state)) + ": " + format_size(e.last.written_bytes) +
@@ -400,6 +405,9 @@ void Scheduler::decide(Entry& e) {
     if (e.has_record) {
         switch (e.state) {
         case DiskState::warm:
+            log(false, e, "attached; warm before" + (e.reason.empty() ? "" : " (" + e.reason + ")"));
+            watch_discards(e);
+            return;
         case DiskState::unproven:
         case DiskState::not_warmable:
         case DiskState::paused:
@@ -429,6 +437,12 @@ void Scheduler::decide(Entry& e) {
             break;
         }
     }
+    judge(e);
+}
+
+// A disk as if never seen: considered, looked at, and warmed after the attach grace
+// when blank.
+void Scheduler::judge(Entry& e) {
     if (!e.match.matched) {
         enter_skipped(e, "not considered: " + e.match.reason);
         return;
@@ -454,6 +468,76 @@ void Scheduler::decide(Entry& e) {
         return;
     }
     enter_grace(e);
+}
+
+namespace {
+
+constexpr auto discard_check_interval = std::chrono::seconds(10);
+
+} // namespace
+
+void Scheduler::watch_discards(Entry& e) {
+    auto discarded = m_host.discarded_bytes(e.disk);
+    if (!discarded) {
+        e.discarded_at_warm.reset();
+        if (!std::exchange(e.discards_unread, true))
+            log(true, e, "discards not watched: " + discarded.error().message +
+                             " (an fstrim or mkfs would make it cold unseen)");
+        return;
+    }
+    e.discards_unread = false;
+    e.discarded_at_warm = *discarded;
+    if (!m_discard_check)
+        m_discard_check = Clock::now() + discard_check_interval;
+}
+
+std::optional<Clock::time_point> Scheduler::next_discard_check() const {
+    for (const auto& [id, e] : m_entries)
+        if (e->attached && e->state == DiskState::warm && e->discarded_at_warm)
+            return m_discard_check;
+    return std::nullopt;
+}
+
+void Scheduler::check_discards() {
+    m_discard_check = Clock::now() + discard_check_interval;
+    std::vector<std::pair<Entry*, uint64_t>> given_back;
+    for (auto& [id, e] : m_entries) {
+        if (!e->attached || e->state != DiskState::warm || !e->discarded_at_warm || e->job)
+            continue;
+        auto now = m_host.discarded_bytes(e->disk);
+        if (!now) {
+            watch_discards(*e); // says why, once
+            continue;
+        }
+        if (*now < *e->discarded_at_warm) { // a new device in its place: counted afresh
+            e->discarded_at_warm = *now;
+            continue;
+        }
+        const uint64_t since = *now - *e->discarded_at_warm;
+        if (since > 0 && since >= std::max<uint64_t>(e->disk.size_bytes / 100, 1 << 20))
+            given_back.emplace_back(e.get(), since);
+    }
+    for (auto& [e, since] : given_back)
+        warm_again(*e, since);
+    if (!given_back.empty())
+        schedule();
+}
+
+// Warm, and given back since: the guest discarded part of it (an fstrim gives back
+// a filesystem's free space, mkfs the whole disk), and a backend that honours
+// discards (qcow2 with discard=unmap) made those blocks cold again. Judged afresh,
+// as a disk just attached: a mounted filesystem is warmed through its free space,
+// a blank disk after the grace; its old checkpoint says nothing of it now.
+void Scheduler::warm_again(Entry& e, uint64_t discarded) {
+    e.discarded_at_warm.reset();
+    m_state.drop_checkpoint(e.identity);
+    e.kind = BlockJob{};
+    log(true, e, format_size(discarded) +
+                     " discarded since it was warm (fstrim, mkfs, blkdiscard): warmed again");
+    e.match = decide_match(e.disk, m_config.match_rules, m_config.exclude_rules,
+                           m_host.protected_disks());
+    e.look = e.match.matched ? m_host.look(e.disk) : not_examined();
+    judge(e);
 }
 
 void Scheduler::enter_grace(Entry& e) {

@@ -160,6 +160,13 @@ public:
     std::optional<Clock::time_point> next_save_retry() const { return m_save_retry; }
     void retry_saves();
 
+    // Warm disks are watched for discards (fstrim, mkfs, blkdiscard): the kernel's
+    // count, looked at this often while one is warm. Past 1% of a disk since it
+    // was warm, its backend may have made those blocks cold again: the disk is
+    // judged afresh and warmed again (docs/daemon.md).
+    std::optional<Clock::time_point> next_discard_check() const;
+    void check_discards();
+
     std::vector<DiskView> disks() const;
     std::optional<DiskView> disk(const std::string& identity) const;
     // One line for systemd's STATUS=: "warming xvdb 42% at 120 MiB/s, 1 queued".
@@ -176,6 +183,9 @@ private:
     Entry* find(const std::string& identity);
     const Entry* find(const std::string& identity) const;
     void decide(Entry& entry);
+    void judge(Entry& entry);
+    void watch_discards(Entry& entry);
+    void warm_again(Entry& entry, uint64_t discarded);
     void forget_detached(Entry& entry);
     void schedule();
     void rebalance();
@@ -217,6 +227,7 @@ private:
     uint64_t m_next_order = 0;
     bool m_shutting_down = false;
     std::optional<Clock::time_point> m_save_retry;
+    std::optional<Clock::time_point> m_discard_check;
     bool m_held = false;
     unsigned m_illegal_transitions = 0;
 };

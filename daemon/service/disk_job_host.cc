@@ -1,6 +1,7 @@
 #include "service/disk_job_host.hh"
 
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 
 #include <cerrno>
 #include <cstring>
@@ -24,6 +25,13 @@ Classification DiskJobHost::look(const DiskInfo& disk) {
         return c;
     }
     return classify(disk, fd.get(), SystemView::read());
+}
+
+Result<uint64_t> DiskJobHost::discarded_bytes(const DiskInfo& disk) {
+    auto sectors = sectors_discarded(makedev(disk.major, disk.minor));
+    if (!sectors)
+        return sectors.error();
+    return *sectors * 512;
 }
 
 ProtectedDisks DiskJobHost::protected_disks() {

@@ -17,6 +17,7 @@ public:
     Classification look(const DiskInfo& disk) override;
     ProtectedDisks protected_disks() override;
     std::vector<Result<FilesystemTarget>> filesystems_on(const DiskInfo& disk) override;
+    Result<uint64_t> discarded_bytes(const DiskInfo& disk) override;
     Result<std::unique_ptr<RunningJob>> start(const JobSpec& spec,
                                               std::function<void()> on_finished) override;
 

@@ -295,6 +295,9 @@ Result<void> Service::start_sources() {
     // Records the state directory had no room for, tried again.
     m_handles.push_back(m_loop->timer([this] { return m_scheduler->next_save_retry(); },
                                       [this] { m_scheduler->retry_saves(); }));
+    // Warm disks, watched for discards that would make them cold again.
+    m_handles.push_back(m_loop->timer([this] { return m_scheduler->next_discard_check(); },
+                                      [this] { m_scheduler->check_discards(); }));
     // Once a second while a job runs (STATUS=, progress events, adaptive mode);
     // nothing when idle. Its own clock: other events do not put it off.
     m_handles.push_back(m_loop->timer(
