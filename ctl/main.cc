@@ -15,6 +15,7 @@
 #include "base/args.hh"
 #include "base/units.hh"
 #include "client.hh"
+#include "control/refusal.hh"
 #include "control/schema.hh"
 #include "view.hh"
 
@@ -22,11 +23,6 @@ namespace prewarmd::ctl {
 namespace {
 
 using json = nlohmann::json;
-
-// Exit codes, as --help documents them.
-constexpr int exit_ok = 0, exit_failed = 1, exit_usage = 2, exit_unreachable = 3,
-              exit_unauthorized = 4, exit_unknown_disk = 5, exit_refused = 6, exit_timeout = 7,
-              exit_unproven = 8, exit_not_warmable = 9;
 
 constexpr OptionSpec options[] = {
     {"socket", 0, "PATH", "the daemon's unix socket (default /run/prewarmd/api.sock)"},
@@ -112,22 +108,14 @@ int refused(const Reply& reply) {
         reply.body.is_object() && reply.body.contains("detail") && reply.body["detail"].is_string()
             ? reply.body["detail"].get<std::string>()
             : "HTTP " + std::to_string(reply.status);
-    switch (reply.status) {
-    case 401:
-    case 403:
-        return fail(exit_unauthorized,
-                    detail + " (give the token: --token-file FILE, or PREWARMD_TOKEN)");
-    case 404:
-        return fail(exit_unknown_disk, detail);
-    case 409:
-        return fail(exit_refused, detail);
-    case 400:
-    case 413:
-    case 415:
-        return fail(exit_usage, detail);
-    default:
-        return fail(exit_failed, detail);
-    }
+    const std::string type =
+        reply.body.is_object() && reply.body.contains("type") && reply.body["type"].is_string()
+            ? reply.body["type"].get<std::string>()
+            : "";
+    const int code = ctl_exit_for(reply.status, type);
+    if (code == ctl_exit::unauthorized)
+        return fail(code, detail + " (give the token: --token-file FILE, or PREWARMD_TOKEN)");
+    return fail(code, detail);
 }
 
 struct Context {
@@ -146,7 +134,7 @@ void print_json(const json& value) {
 std::optional<json> fetch(Context& c, const std::string& path, int& code) {
     auto reply = c.client.get(path);
     if (!reply) {
-        code = fail(exit_unreachable, reply.error().message);
+        code = fail(ctl_exit::unreachable, reply.error().message);
         return std::nullopt;
     }
     if (reply->status != 200) {
@@ -180,18 +168,18 @@ std::optional<std::string> resolve(Context& c, const std::string& wanted, int& c
     if (by_name.size() == 1)
         return by_name[0]["id"].get<std::string>();
     if (by_name.empty()) {
-        code = fail(exit_unknown_disk, "no disk '" + wanted + "' (prewarmctl status lists them)");
+        code = fail(ctl_exit::unknown_disk, "no disk '" + wanted + "' (prewarmctl status lists them)");
         return std::nullopt;
     }
     std::string ids;
     for (const auto& d : by_name)
         ids += " " + d.value("id", "");
-    code = fail(exit_usage, "'" + wanted + "' names several disks; give an id:" + ids);
+    code = fail(ctl_exit::usage, "'" + wanted + "' names several disks; give an id:" + ids);
     return std::nullopt;
 }
 
 int status(Context& c) {
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     const auto list = fetch(c, "/v1/disks", code);
     if (!list)
         return code;
@@ -199,11 +187,11 @@ int status(Context& c) {
         print_json(*list);
     else
         std::fputs(status_table((*list)["disks"], c.style).c_str(), stdout);
-    return exit_ok;
+    return ctl_exit::ok;
 }
 
 int show(Context& c, const std::string& disk) {
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     const auto id = resolve(c, disk, code);
     if (!id)
         return code;
@@ -214,26 +202,26 @@ int show(Context& c, const std::string& disk) {
         print_json(*d);
     else
         std::fputs(disk_details(*d, c.style).c_str(), stdout);
-    return exit_ok;
+    return ctl_exit::ok;
 }
 
 // Probes the disk now (the daemon does it): the warm places again when it was
 // probed before its job (did the warming stick?), else a cold probe.
 int probe(Context& c, const std::string& disk) {
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     const auto id = resolve(c, disk, code);
     if (!id)
         return code;
     auto reply = c.client.post("/v1/disks/" + *id + "/probe", json::object());
     if (!reply)
-        return fail(exit_unreachable, reply.error().message);
+        return fail(ctl_exit::unreachable, reply.error().message);
     if (reply->status != 200)
         return refused(*reply);
     const auto& d = reply->body;
     const auto name = d.value("name", disk);
     const auto figures = d.value("probe", json());
     if (!figures.is_object())
-        return fail(exit_failed, name + ": no probe figures in the answer");
+        return fail(ctl_exit::failed, name + ": no probe figures in the answer");
     if (c.json_out) {
         print_json(figures);
     } else {
@@ -255,8 +243,8 @@ int probe(Context& c, const std::string& disk) {
                     figures.value("granularity_note", std::string()).c_str());
     }
     if (figures.value("warming_stuck", json()) == false)
-        return fail(exit_failed, name + ": warming did not stick");
-    return exit_ok;
+        return fail(ctl_exit::failed, name + ": warming did not stick");
+    return ctl_exit::ok;
 }
 
 // start, pause, resume, cancel, release (control/schema.hh's actions); a start's
@@ -269,17 +257,17 @@ int act(Context& c, const std::string& action, const std::string& disk) {
             continue;
         const auto value = parse_field_text(field, *text);
         if (!value)
-            return fail(exit_usage,
+            return fail(ctl_exit::usage,
                         "--" + std::string(field.cli) + " " + *text + ": " + value.error().message);
         std::visit([&](const auto& v) { body[std::string(field.key)] = v; }, *value);
     }
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     const auto id = resolve(c, disk, code);
     if (!id)
         return code;
     auto reply = c.client.post("/v1/disks/" + *id + "/" + action, body);
     if (!reply)
-        return fail(exit_unreachable, reply.error().message);
+        return fail(ctl_exit::unreachable, reply.error().message);
     if (reply->status != 200 && reply->status != 202)
         return refused(*reply);
     // A job stops after its writes in flight: show where it ended up.
@@ -293,7 +281,7 @@ int act(Context& c, const std::string& action, const std::string& disk) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         reply = c.client.get("/v1/disks/" + *id);
         if (!reply)
-            return fail(exit_unreachable, reply.error().message);
+            return fail(ctl_exit::unreachable, reply.error().message);
     }
     if (c.json_out) {
         print_json(reply->body);
@@ -306,16 +294,16 @@ int act(Context& c, const std::string& action, const std::string& disk) {
                         "`prewarmctl release %s` lets go at once\n",
                         name.c_str(), name.c_str());
     }
-    return exit_ok;
+    return ctl_exit::ok;
 }
 
 int settings(Context& c, const std::optional<json>& patch) {
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     std::optional<json> s;
     if (patch) {
         auto reply = c.client.patch("/v1/settings", *patch);
         if (!reply)
-            return fail(exit_unreachable, reply.error().message);
+            return fail(ctl_exit::unreachable, reply.error().message);
         if (reply->status != 200)
             return refused(*reply);
         s = reply->body;
@@ -326,13 +314,13 @@ int settings(Context& c, const std::optional<json>& patch) {
     }
     if (c.json_out) {
         print_json(*s);
-        return exit_ok;
+        return ctl_exit::ok;
     }
     const auto rate = s->value("total_rate_bytes_per_s", uint64_t{0});
     std::printf("total rate:    %s\nmax parallel:  %u\nauto prefill:  %s\n",
                 rate ? format_rate(static_cast<double>(rate)).c_str() : "unlimited",
                 s->value("max_parallel", 0u), s->value("auto_prefill", "?").c_str());
-    return exit_ok;
+    return ctl_exit::ok;
 }
 
 // set SETTING VALUE: the settings by their fields (control/schema.hh).
@@ -341,14 +329,14 @@ int set(Context& c, const std::vector<std::string>& words) {
     for (const auto& f : setting_fields())
         names += (names.empty() ? "" : ", ") + std::string(f.cli);
     if (words.size() != 2)
-        return fail(exit_usage,
+        return fail(ctl_exit::usage,
                     "set takes a setting and a value: set rate 100MiB/s (" + names + ")");
     const Field* field = field_by_cli(setting_fields(), words[0]);
     if (!field)
-        return fail(exit_usage, "set: " + names + ", not " + words[0]);
+        return fail(ctl_exit::usage, "set: " + names + ", not " + words[0]);
     const auto value = parse_field_text(*field, words[1]);
     if (!value)
-        return fail(exit_usage, "set " + words[0] + " " + words[1] + ": " + value.error().message);
+        return fail(ctl_exit::usage, "set " + words[0] + " " + words[1] + ": " + value.error().message);
     json patch;
     std::visit([&](const auto& v) { patch[std::string(field->key)] = v; }, *value);
     return settings(c, patch);
@@ -364,7 +352,7 @@ std::chrono::milliseconds duration_option(const ParsedArgs& args, const char* na
     const auto d = parse_duration(bare ? *text + "s" : *text);
     if (!d || d->count() <= 0) {
         bad = true;
-        fail(exit_usage, "--" + std::string(name) + " " + *text +
+        fail(ctl_exit::usage, "--" + std::string(name) + " " + *text +
                              ": expected a duration such as 30s, 5min or 90 (seconds)");
         return fallback;
     }
@@ -395,13 +383,13 @@ int watch(Context& c) {
     bool bad = false;
     const auto interval = duration_option(c.args, "interval", std::chrono::seconds(1), bad);
     if (bad)
-        return exit_usage;
+        return ctl_exit::usage;
     catch_interrupts();
     const bool tty = ::isatty(STDOUT_FILENO) && !c.json_out;
     int drawn = 0;
     if (tty)
         std::fputs("\033[?25l", stdout); // hide the cursor
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     while (!interrupted) {
         const auto list = fetch(c, "/v1/disks", code);
         if (!list)
@@ -436,7 +424,7 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
     bool bad = false;
     const auto timeout = duration_option(c.args, "timeout", std::chrono::milliseconds::zero(), bad);
     if (bad)
-        return exit_usage;
+        return ctl_exit::usage;
     catch_interrupts();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::vector<std::string> ids;
@@ -444,7 +432,7 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
     for (;;) {
         if (ids.empty()) {
             // Resolved once the daemon answers: at boot it may not be up yet.
-            int code = exit_ok;
+            int code = ctl_exit::ok;
             auto probe = c.client.get("/v1/disks");
             if (probe) {
                 for (const auto& d : disks) {
@@ -477,7 +465,7 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
                     if (c.json_out)
                         print_json(reply->body);
                     const auto reason = reply->body.value("reason", "");
-                    return fail(exit_failed, reply->body.value("name", id) + " " + state +
+                    return fail(ctl_exit::failed, reply->body.value("name", id) + " " + state +
                                                  (reason.empty() ? "" : ": " + reason));
                 }
                 all_done &= state == "warm" || state == "unproven" || state == "not_warmable";
@@ -485,16 +473,16 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
             if (all_done && states.size() == ids.size()) {
                 if (c.json_out)
                     print_json(states);
-                int code = exit_ok;
+                int code = ctl_exit::ok;
                 for (const auto& d : states) {
                     const auto state = d.value("state", "");
                     if (!c.json_out)
                         std::printf("%s: %s%s\n", d.value("name", "?").c_str(), state.c_str(),
                                     state == "warm" ? "" : (": " + d.value("reason", "")).c_str());
                     if (state == "not_warmable")
-                        code = exit_not_warmable;
-                    else if (state == "unproven" && code == exit_ok)
-                        code = exit_unproven;
+                        code = ctl_exit::not_warmable;
+                    else if (state == "unproven" && code == ctl_exit::ok)
+                        code = ctl_exit::unproven;
                 }
                 return code;
             }
@@ -505,10 +493,10 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
             std::fprintf(stderr, "prewarmctl: interrupted\n");
             ::signal(interrupted, SIG_DFL);
             ::raise(interrupted);
-            return exit_failed;
+            return ctl_exit::failed;
         }
         if (timeout.count() && std::chrono::steady_clock::now() >= deadline)
-            return fail(exit_timeout, "timed out after " + *c.args.value("timeout"));
+            return fail(ctl_exit::timeout, "timed out after " + *c.args.value("timeout"));
         pause_for(std::chrono::seconds(1));
     }
 }
@@ -618,7 +606,7 @@ std::string bash_completion() {
 }
 
 int complete_disks(Context& c) {
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     const auto list = fetch(c, "/v1/disks", code);
     if (!list)
         return code;
@@ -627,14 +615,14 @@ int complete_disks(Context& c) {
             std::printf("%s\n", d.value("name", "").c_str());
         std::printf("%s\n", d.value("id", "").c_str());
     }
-    return exit_ok;
+    return ctl_exit::ok;
 }
 
 std::string token_from(const ParsedArgs& args, int& code) {
     if (const auto file = args.value("token-file")) {
         std::ifstream in(*file);
         if (!in) {
-            code = fail(exit_usage, "--token-file " + *file + ": " + std::strerror(errno));
+            code = fail(ctl_exit::usage, "--token-file " + *file + ": " + std::strerror(errno));
             return {};
         }
         std::string token;
@@ -746,9 +734,9 @@ const std::vector<Verb>& verbs() {
                  {},
                  [](Context&, const std::vector<std::string>& w) {
                      if (w.size() != 1 || w[0] != "bash")
-                         return fail(exit_usage, "completion bash");
+                         return fail(ctl_exit::usage, "completion bash");
                      std::fputs(bash_completion().c_str(), stdout);
-                     return exit_ok;
+                     return ctl_exit::ok;
                  }},
                 {"complete-disks",
                  "",
@@ -767,48 +755,48 @@ int run(int argc, char** argv) {
     const std::vector<std::string> raw(argv + 1, argv + argc);
     auto parsed = parse_args(raw, options);
     if (!parsed)
-        return fail(exit_usage, parsed.error().message + " (prewarmctl --help)");
+        return fail(ctl_exit::usage, parsed.error().message + " (prewarmctl --help)");
     const auto& args = *parsed;
     if (args.has("help")) {
         std::fputs(usage().c_str(), stdout);
-        return exit_ok;
+        return ctl_exit::ok;
     }
     if (args.has("version")) {
         std::printf("prewarmctl %s\n", PREWARMD_VERSION);
-        return exit_ok;
+        return ctl_exit::ok;
     }
     const auto& words = args.positional;
     if (words.empty())
-        return fail(exit_usage, "which command? (prewarmctl --help)");
+        return fail(ctl_exit::usage, "which command? (prewarmctl --help)");
     const auto& command = words[0];
     const auto verb = std::find_if(verbs().begin(), verbs().end(),
                                    [&](const Verb& v) { return v.name == command; });
     if (verb == verbs().end())
-        return fail(exit_usage, "unknown command '" + command + "' (prewarmctl --help)");
+        return fail(ctl_exit::usage, "unknown command '" + command + "' (prewarmctl --help)");
     // Options of one command only: elsewhere they would be silently ignored.
     for (const auto& v : verbs())
         for (const auto& option : v.options)
             if (args.has(option) && v.name != command)
-                return fail(exit_usage, "--" + option + " is for " + v.name + " only");
+                return fail(ctl_exit::usage, "--" + option + " is for " + v.name + " only");
     const std::vector<std::string> rest(words.begin() + 1, words.end());
     switch (verb->takes) {
     case Verb::Takes::nothing:
         if (!rest.empty())
-            return fail(exit_usage, command + " takes no arguments");
+            return fail(ctl_exit::usage, command + " takes no arguments");
         break;
     case Verb::Takes::one_disk:
         if (rest.size() != 1)
-            return fail(exit_usage, command + " takes one DISK");
+            return fail(ctl_exit::usage, command + " takes one DISK");
         break;
     case Verb::Takes::disks:
         if (rest.empty())
-            return fail(exit_usage, command + ": which disks? (" + command + " DISK...)");
+            return fail(ctl_exit::usage, command + ": which disks? (" + command + " DISK...)");
         break;
     case Verb::Takes::words:
         break;
     }
 
-    int code = exit_ok;
+    int code = ctl_exit::ok;
     Target target;
     if (const char* env = std::getenv("PREWARMD_SOCKET"))
         target.socket = env;
@@ -823,7 +811,7 @@ int run(int argc, char** argv) {
     if (const auto ca = args.value("cacert"))
         target.ca_file = *ca;
     target.token = token_from(args, code);
-    if (code != exit_ok)
+    if (code != ctl_exit::ok)
         return code;
     Client client(target);
     Context c{client, args, command, {}, args.has("json")};

@@ -382,7 +382,7 @@ void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
 }
 
 void refuse_connection(int fd, const std::string& detail) {
-    const auto out = problem(503, "too-many-connections", "Too many connections", detail);
+    const auto out = problem(Refusal::too_many_connections, detail);
     const std::string text =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: " + out.content_type +
         "\r\nContent-Length: " + std::to_string(out.body.size()) +

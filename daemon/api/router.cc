@@ -91,28 +91,24 @@ std::variant<json, ApiResponse> object_body(const ApiRequest& request) {
         return json::object();
     const auto type = request.content_type.substr(0, request.content_type.find(';'));
     if (type != "application/json")
-        return problem(415, "unsupported-media-type", "Unsupported media type",
-                       "a body must be application/json");
+        return problem(Refusal::unsupported_media_type, "a body must be application/json");
     if (request.body.size() > api_max_body_bytes)
-        return problem(413, "body-too-large", "Body too large",
-                       "a body may hold at most 65536 bytes");
+        return problem(Refusal::body_too_large, "a body may hold at most 65536 bytes");
     if (too_deep(request.body))
-        return problem(400, "malformed-json", "Malformed JSON", "the body nests too deeply");
+        return problem(Refusal::malformed_json, "the body nests too deeply");
     json body;
     try {
         body = json::parse(request.body);
     } catch (const json::exception& e) {
-        return problem(400, "malformed-json", "Malformed JSON",
-                       std::string("the body is not JSON: ") + e.what());
+        return problem(Refusal::malformed_json, std::string("the body is not JSON: ") + e.what());
     }
     if (!body.is_object())
-        return problem(400, "wrong-type", "Wrong type", "the body must be a JSON object");
+        return problem(Refusal::wrong_type, "the body must be a JSON object");
     return body;
 }
 
 ApiResponse unknown_field(const std::string& key, const std::string& known) {
-    return problem(400, "unknown-field", "Unknown field",
-                   "unknown field '" + key + "' (known: " + known + ")");
+    return problem(Refusal::unknown_field, "unknown field '" + key + "' (known: " + known + ")");
 }
 
 // A body's field checked against its declaration (control/schema.hh).
@@ -120,40 +116,23 @@ std::variant<FieldValue, ApiResponse> field_value(const Field& field, const json
     FieldValue raw;
     if (field.kind == Field::Kind::choice) {
         if (!value.is_string())
-            return problem(400, "wrong-type", "Wrong type",
-                           std::string(field.key) + " is a string");
+            return problem(Refusal::wrong_type, std::string(field.key) + " is a string");
         raw = value.get<std::string>();
     } else {
         if (!value.is_number_integer())
-            return problem(400, "wrong-type", "Wrong type",
-                           std::string(field.key) + " is an integer");
+            return problem(Refusal::wrong_type, std::string(field.key) + " is an integer");
         // A negative number is out of every range.
         raw = value.is_number_unsigned() || value.get<int64_t>() >= 0 ? value.get<uint64_t>()
                                                                       : ~uint64_t{0};
     }
     auto checked = check_value(field, raw);
     if (!checked)
-        return problem(400, "out-of-range", "Out of range", checked.error().message);
+        return problem(Refusal::out_of_range, checked.error().message);
     return *checked;
 }
 
 ApiResponse error_response(const Error& error) {
-    switch (-error.err) {
-    case ENOENT:
-        return problem(404, "unknown-disk", "Unknown disk", error.message);
-    case ENODEV:
-        return problem(409, "not-attached", "Not attached", error.message);
-    case EBUSY:
-        return problem(409, "refused", "Refused", error.message);
-    case EINVAL:
-        return problem(409, "wrong-state", "Not in that state", error.message);
-    case EAGAIN:
-        return problem(503, "busy", "Busy", error.message);
-    case ENOSPC:
-        return problem(507, "not-recorded", "Not recorded", error.message);
-    default:
-        return problem(500, "internal", "Internal error", error.message);
-    }
+    return problem(refusal_of(error), error.message);
 }
 
 json settings_json(const ApiSettings& s) {
@@ -190,14 +169,14 @@ bool valid_disk_id(std::string_view id) {
     return !id.empty() && id.size() <= 200 && url_safe(std::string(id)) == id;
 }
 
-ApiResponse problem(int status, std::string_view slug, std::string_view title,
-                    const std::string& detail) {
+ApiResponse problem(Refusal refusal, const std::string& detail, int status) {
+    const auto& row = row_of(refusal);
     ApiResponse r;
-    r.status = status;
+    r.status = status ? status : row.http_status;
     r.content_type = "application/problem+json";
-    r.body = json_text({{"type", "urn:prewarmd:problem:" + std::string(slug)},
-                        {"title", title},
-                        {"status", status},
+    r.body = json_text({{"type", "urn:prewarmd:problem:" + std::string(row.slug)},
+                        {"title", row.title},
+                        {"status", r.status},
                         {"detail", detail}}) +
              "\n";
     return r;
@@ -292,16 +271,14 @@ ApiResponse ApiRouter::handle(const ApiRequest& request) {
         }
     }
     if (allowed.empty())
-        return problem(404, "no-route", "Not found", "no such route: " + request.path);
+        return problem(Refusal::no_route, "no such route: " + request.path);
     if (!route) {
-        auto r = problem(405, "method-not-allowed", "Method not allowed",
-                         request.method + " is not allowed here (allowed: " + allowed + ")");
+        auto r = problem(Refusal::method_not_allowed, request.method + " is not allowed here (allowed: " + allowed + ")");
         r.headers.emplace_back("Allow", allowed);
         return r;
     }
     if (route->path.find("{id}") != std::string::npos && !valid_disk_id(id))
-        return problem(400, "invalid-id", "Invalid disk id",
-                       "a disk id has letters, digits, '.', '_' and '-' only, at most 200");
+        return problem(Refusal::invalid_id, "a disk id has letters, digits, '.', '_' and '-' only, at most 200");
     return (this->*route->handler)(request, id);
 }
 
@@ -312,7 +289,7 @@ ApiResponse ApiRouter::health(const ApiRequest&, const std::string&) {
 ApiResponse ApiRouter::readiness(const ApiRequest&, const std::string&) {
     return m_backend.ready()
                ? json_response(200, {{"status", "ready"}})
-               : problem(503, "not-ready", "Not ready", "discovery has not started yet");
+               : problem(Refusal::not_ready, "discovery has not started yet");
 }
 
 ApiResponse ApiRouter::metrics(const ApiRequest&, const std::string&) {
@@ -385,7 +362,7 @@ ApiResponse ApiRouter::disk_response(int status, const std::string& id) {
     if (!disk)
         return error_response(disk.error());
     if (!*disk)
-        return problem(404, "unknown-disk", "Unknown disk", "no disk " + id);
+        return problem(Refusal::unknown_disk, "no disk " + id);
     ApiResponse r;
     r.status = status;
     r.body = disk_json(**disk) + "\n";

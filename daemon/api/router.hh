@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/backend.hh"
+#include "control/refusal.hh"
 
 namespace prewarmd {
 
@@ -65,9 +66,9 @@ private:
     ApiBackend& m_backend;
 };
 
-// An RFC 9457 problem: type urn:prewarmd:problem:SLUG.
-ApiResponse problem(int status, std::string_view slug, std::string_view title,
-                    const std::string& detail);
+// An RFC 9457 problem: type urn:prewarmd:problem:SLUG, its title and status as
+// the refusal's row says (`status`, where not 0: the library's own, for `http`).
+ApiResponse problem(Refusal refusal, const std::string& detail, int status = 0);
 // A disk id: letters, digits, '.', '_' and '-', at most 200 of them.
 bool valid_disk_id(std::string_view id);
 // The text of GET /metrics (Prometheus text format 0.0.4).

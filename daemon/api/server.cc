@@ -230,54 +230,46 @@ struct ApiServer::Impl {
             return httplib::Server::HandlerResponse::Handled;
         };
         if (req.has_header("Transfer-Encoding"))
-            return refuse(problem(400, "transfer-encoding", "Transfer-Encoding not accepted",
-                                  "send a body with one Content-Length"));
+            return refuse(problem(Refusal::transfer_encoding, "send a body with one Content-Length"));
         if (req.has_header("Content-Encoding"))
-            return refuse(problem(415, "content-encoding", "Content-Encoding not accepted",
-                                  "send the body as it is"));
+            return refuse(problem(Refusal::content_encoding, "send the body as it is"));
         const auto lengths = req.get_header_value_count("Content-Length");
         if (lengths > 1)
             return refuse(
-                problem(400, "content-length", "Bad Content-Length", "one Content-Length only"));
+                problem(Refusal::content_length, "one Content-Length only"));
         if (lengths == 1) {
             const auto text = req.get_header_value("Content-Length");
             uint64_t length = 0;
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
             if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
-                return refuse(problem(400, "content-length", "Bad Content-Length",
-                                      "Content-Length is not a number"));
+                return refuse(problem(Refusal::content_length, "Content-Length is not a number"));
             if (length > api_max_body_bytes)
-                return refuse(problem(413, "body-too-large", "Body too large",
-                                      "a body may hold at most 65536 bytes"));
+                return refuse(problem(Refusal::body_too_large, "a body may hold at most 65536 bytes"));
         }
         if (req.get_header_value_count("Authorization") > 1)
-            return refuse(problem(400, "authorization", "Bad Authorization",
-                                  "one Authorization header only"));
+            return refuse(problem(Refusal::authorization, "one Authorization header only"));
         if (l.way == WayIn::loopback) {
             const auto hosts = req.get_header_value_count("Host");
             const auto host = req.get_header_value("Host");
             if (hosts > 1 || !loopback_host_allowed(host, machine_name))
-                return refuse(problem(421, "misdirected", "Host not served",
-                                      "Host " + host.substr(0, 100) +
+                return refuse(problem(Refusal::misdirected, "Host " + host.substr(0, 100) +
                                           " names no address of this machine: over loopback, "
                                           "name localhost, an IP address or " +
                                           machine_name));
             if (req.has_header("Origin") &&
                 !loopback_origin_allowed(req.get_header_value("Origin"), machine_name))
-                return refuse(problem(403, "cross-origin", "Origin not served",
-                                      "a page from another origin may not use this API"));
+                return refuse(problem(Refusal::cross_origin, "a page from another origin may not use this API"));
         }
         // The kernel's word on the peer (a header is never trusted for this).
         if (!limiter.allow(t_peer->key)) {
-            auto out = problem(429, "too-many-requests", "Too many requests",
-                               "slow down: at most the configured rate per second");
+            auto out = problem(Refusal::too_many_requests, "slow down: at most the configured rate per second");
             out.headers.emplace_back("Retry-After", "1");
             return refuse(out);
         }
         if (const auto decision = access(l, req); decision.status) {
             auto out = decision.status == 401
-                           ? problem(401, "unauthorized", "Unauthorized", decision.detail)
-                           : problem(403, "forbidden", "Forbidden", decision.detail);
+                           ? problem(Refusal::unauthorized, decision.detail)
+                           : problem(Refusal::forbidden, decision.detail);
             if (decision.status == 401)
                 out.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"prewarmd\"");
             return refuse(out);
@@ -304,14 +296,12 @@ struct ApiServer::Impl {
         }
         if (streams.fetch_add(1) >= max_streams) {
             --streams;
-            apply(res, problem(503, "too-many-streams", "Too many event streams",
-                               "at most 8 clients follow the events at once"));
+            apply(res, problem(Refusal::too_many_streams, "at most 8 clients follow the events at once"));
             return;
         }
         if (!budget.start_stream(t_peer->key)) {
             --streams;
-            apply(res, problem(503, "too-many-streams", "Too many event streams",
-                               "at most " + std::to_string(budget.streams_per_peer()) +
+            apply(res, problem(Refusal::too_many_streams, "at most " + std::to_string(budget.streams_per_peer()) +
                                    " event streams per client at once"));
             return;
         }
@@ -448,8 +438,7 @@ private:
             const auto head = strm.next_request();
             if (head == HeadRead::too_large) {
                 write_problem(strm,
-                              problem(431, "headers-too-large", "Headers too large",
-                                      "at most " + std::to_string(m_impl.limits.head_lines - 1) +
+                              problem(Refusal::headers_too_large, "at most " + std::to_string(m_impl.limits.head_lines - 1) +
                                           " headers, and " +
                                           std::to_string(m_impl.limits.head_bytes / 1024) +
                                           " KiB with the request line"),
@@ -459,8 +448,7 @@ private:
             }
             if (head == HeadRead::timed_out && strm.started()) {
                 write_problem(strm,
-                              problem(408, "request-timeout", "Request timeout",
-                                      "a request must arrive whole within " +
+                              problem(Refusal::request_timeout, "a request must arrive whole within " +
                                           std::to_string(m_impl.limits.request.count() / 1000) +
                                           " s of its first byte"),
                               "Request Timeout");
@@ -530,15 +518,16 @@ Result<void> configure(ApiServer::Impl& impl, Listener& l) {
         if (!res.body.empty())
             return;
         const auto out = res.status == 404
-                             ? problem(404, "no-route", "Not found", "no such route: " + req.path)
-                             : problem(res.status, "http", "Request refused",
+                             ? problem(Refusal::no_route, "no such route: " + req.path)
+                             : problem(Refusal::http,
                                        "the request could not be taken (HTTP " +
-                                           std::to_string(res.status) + ")");
+                                           std::to_string(res.status) + ")",
+                                       res.status);
         apply(res, out);
     });
     s.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-            apply(res, problem(500, "internal", "Internal error", "the request failed"));
+            apply(res, problem(Refusal::internal, "the request failed"));
         });
     return {};
 }

@@ -8,6 +8,7 @@
 
 #include "dbus/sdbus_compat.hh"
 #include "prewarmd1_adaptor.hh" // generated from api/org.prewarmd.Prewarmd1.xml
+#include "control/refusal.hh"
 
 namespace prewarmd {
 namespace {
@@ -21,28 +22,11 @@ constexpr const char* disk_interface = gen::Disk_adaptor::INTERFACE_NAME;
 constexpr const char* manager_interface = gen::Manager_adaptor::INTERFACE_NAME;
 
 [[noreturn]] void fail(const Error& error) {
-    const char* name = "Failed";
-    switch (-error.err) {
-    case ENOENT:
-        name = "UnknownDisk";
-        break;
-    case ENODEV:
-        name = "NotAttached";
-        break;
-    case EBUSY:
-        name = "Refused";
-        break;
-    case EINVAL:
-        name = "WrongState";
-        break;
-    default:
-        break;
-    }
-    throw sdbus_compat::error(std::string("org.prewarmd.Prewarmd1.Error.") + name, error.message);
+    throw sdbus_compat::error(std::string(row_of(refusal_of(error)).dbus_error), error.message);
 }
 
 [[noreturn]] void invalid_args(const std::string& why) {
-    throw sdbus_compat::error("org.freedesktop.DBus.Error.InvalidArgs", why);
+    throw sdbus_compat::error(std::string(row_of(Refusal::out_of_range).dbus_error), why);
 }
 
 const char* dbus_type_name(std::string_view type) {

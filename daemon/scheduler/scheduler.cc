@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "base/units.hh"
+#include "control/refusal.hh"
 #include "discovery/identity.hh"
 #include "safety/filesystem.hh"
 
@@ -792,14 +793,14 @@ void Scheduler::reap() {
 Result<void> Scheduler::start(const std::string& identity, const StartRequest& request) {
     auto* e = find(identity);
     if (!e)
-        return Error{-ENOENT, "no disk " + identity};
+        return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->job || e->state == DiskState::warm)
         return {}; // one job per disk: starting it again returns it
     if (!e->attached)
-        return Error{-ENODEV, identity + " is not attached"};
+        return refuse(Refusal::not_attached, identity + " is not attached");
     e->look = m_host.look(e->disk); // now, not as it was at the attach
     if (e->look.verdict == Verdict::refused)
-        return Error{-EBUSY, identity + " may not be touched: " + e->look.reasons_text()};
+        return refuse(Refusal::refused, identity + " may not be touched: " + e->look.reasons_text());
     e->requested = true;
     if (request.mode)
         e->asked.mode = request.mode;
@@ -821,15 +822,15 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
 Result<Scheduler::ProbeTicket> Scheduler::begin_probe(const std::string& identity) {
     auto* e = find(identity);
     if (!e)
-        return Error{-ENOENT, "no disk " + identity};
+        return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (!e->attached)
-        return Error{-ENODEV, identity + " is not attached"};
+        return refuse(Refusal::not_attached, identity + " is not attached");
     if (e->job || e->probing)
-        return Error{-EBUSY, identity + (e->job ? " has a job running: probed when it is done"
-                                                : " is being probed already")};
+        return refuse(Refusal::refused, identity + (e->job ? " has a job running: probed when it is done"
+                                                : " is being probed already"));
     e->look = m_host.look(e->disk);
     if (e->look.verdict == Verdict::refused)
-        return Error{-EBUSY, identity + " may not be touched: " + e->look.reasons_text()};
+        return refuse(Refusal::refused, identity + " may not be touched: " + e->look.reasons_text());
     e->probing = true;
     return ProbeTicket{e->disk, e->probe};
 }
@@ -853,7 +854,7 @@ void Scheduler::end_probe(const std::string& identity, const Result<ProbeFigures
 Result<void> Scheduler::pause(const std::string& identity) {
     auto* e = find(identity);
     if (!e)
-        return Error{-ENOENT, "no disk " + identity};
+        return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->job) {
         e->job->command(PauseCommand{});
         enter_paused(*e, "paused on request");
@@ -864,25 +865,24 @@ Result<void> Scheduler::pause(const std::string& identity) {
         enter_paused(*e, "paused on request");
         return {};
     }
-    return Error{-EINVAL,
-                 identity + " is " + std::string(to_string(e->state)) + ": nothing to pause"};
+    return refuse(Refusal::wrong_state, identity + " is " + std::string(to_string(e->state)) + ": nothing to pause");
 }
 
 Result<void> Scheduler::resume(const std::string& identity) {
     auto* e = find(identity);
     if (!e)
-        return Error{-ENOENT, "no disk " + identity};
+        return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->state != DiskState::paused)
         return e->job ? Result<void>{}
-                      : Error{-EINVAL, identity + " is " + std::string(to_string(e->state)) +
-                                           ": nothing to resume"};
+                      : refuse(Refusal::wrong_state, identity + " is " + std::string(to_string(e->state)) +
+                                           ": nothing to resume");
     if (e->job) {
         e->job->command(ResumeCommand{});
         set_state(*e, DiskState::running, "");
         return {};
     }
     if (!e->attached)
-        return Error{-ENODEV, identity + " is not attached"};
+        return refuse(Refusal::not_attached, identity + " is not attached");
     enter_ready(*e);
     schedule();
     return {};
@@ -891,28 +891,28 @@ Result<void> Scheduler::resume(const std::string& identity) {
 Result<void> Scheduler::cancel(const std::string& identity) {
     auto* e = find(identity);
     if (!e)
-        return Error{-ENOENT, "no disk " + identity};
+        return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->job) {
         stop_job(*e, {Stopping::Why::cancel, "cancelled on request"});
         return {};
     }
     if (is_finished(e->state))
-        return Error{-EINVAL, identity + " is " + std::string(to_string(e->state)) +
-                                  " already: nothing to cancel"};
+        return refuse(Refusal::wrong_state, identity + " is " + std::string(to_string(e->state)) +
+                                  " already: nothing to cancel");
     enter_end(*e, DiskState::cancelled, "cancelled on request");
     if (!e->unsaved.empty())
-        return Error{-ENOSPC, identity + " is cancelled, but its record could not be saved (" +
+        return refuse(Refusal::not_recorded, identity + " is cancelled, but its record could not be saved (" +
                                   e->unsaved +
                                   "): until it is, a restart would take up its "
                                   "job again; make room in " +
-                                  m_state.path()};
+                                  m_state.path());
     return {};
 }
 
 Result<void> Scheduler::release(const std::string& identity) {
     auto* e = find(identity);
     if (!e)
-        return Error{-ENOENT, "no disk " + identity};
+        return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->job) {
         stop_job(*e, {Stopping::Why::release, "released on request"});
         return {};
@@ -937,7 +937,7 @@ Result<void> Scheduler::act(const std::string& identity, DiskAction action,
     case DiskAction::release:
         return release(identity);
     }
-    return Error{-EINVAL, "unknown action"};
+    return refuse(Refusal::wrong_state, "unknown action");
 }
 
 void Scheduler::hold(const std::string& why) {
