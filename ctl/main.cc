@@ -468,7 +468,7 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
                     return fail(ctl_exit::failed, reply->body.value("name", id) + " " + state +
                                                  (reason.empty() ? "" : ": " + reason));
                 }
-                all_done &= state == "warm" || state == "unproven" || state == "not_warmable";
+                all_done &= outcome_exit(state).has_value();
             }
             if (all_done && states.size() == ids.size()) {
                 if (c.json_out)
@@ -479,10 +479,8 @@ int wait_for(Context& c, const std::vector<std::string>& disks) {
                     if (!c.json_out)
                         std::printf("%s: %s%s\n", d.value("name", "?").c_str(), state.c_str(),
                                     state == "warm" ? "" : (": " + d.value("reason", "")).c_str());
-                    if (state == "not_warmable")
-                        code = ctl_exit::not_warmable;
-                    else if (state == "unproven" && code == ctl_exit::ok)
-                        code = ctl_exit::unproven;
+                    // The worst of them: not_warmable over unproven over warm.
+                    code = std::max(code, outcome_exit(state).value_or(ctl_exit::failed));
                 }
                 return code;
             }

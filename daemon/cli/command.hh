@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/args.hh"
+#include "control/refusal.hh"
 
 namespace prewarmd {
 
@@ -22,9 +23,10 @@ enum ExitCode : int {
     exit_detached = 4,      // the device went away
     exit_backend_full = 5,
     exit_refused = 6, // in use or read-only
-    // 7 is prewarmctl's "timed out": the outcomes have the same codes in both.
-    exit_unproven = 8,     // prefill: every chunk visited, not proven warm
-    exit_not_warmable = 9, // prefill: zero writes discarded: its filesystem's job warms it
+    // 7 is prewarmctl's "timed out": the outcomes have the same codes in both
+    // (outcome_exit).
+    exit_unproven = ctl_exit::unproven,         // prefill: every chunk visited, not proven warm
+    exit_not_warmable = ctl_exit::not_warmable, // prefill: zero writes discarded
     exit_sigint = 130,
     exit_sigterm = 143,
 };

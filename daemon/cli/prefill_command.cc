@@ -20,6 +20,7 @@
 #include "base/units.hh"
 #include "cli/command.hh"
 #include "cli/progress_view.hh"
+#include "control/refusal.hh"
 #include "discovery/identity.hh"
 #include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
@@ -268,11 +269,9 @@ int run_job(JobRunner& job, const Settings& settings, Console& console) {
     }
     switch (result.status) {
     case JobStatus::warm:
-        return exit_ok;
     case JobStatus::unproven:
-        return exit_unproven;
     case JobStatus::not_warmable:
-        return exit_not_warmable;
+        return *outcome_exit(to_string(result.status));
     case JobStatus::stepped_aside:
         return exit_stepped_aside;
     case JobStatus::detached:

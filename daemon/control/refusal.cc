@@ -66,7 +66,24 @@ static_assert(in_order(), "the refusal table is in the enum's order, a row each"
 static_assert(std::size(table) == static_cast<size_t>(R::http) + 1,
               "every refusal has its row");
 
+constexpr OutcomeRow outcomes[] = {
+    {"warm", x::ok},
+    {"unproven", x::unproven},
+    {"not_warmable", x::not_warmable},
+};
+
 } // namespace
+
+std::span<const OutcomeRow> outcome_table() {
+    return outcomes;
+}
+
+std::optional<int> outcome_exit(std::string_view name) {
+    for (const auto& o : outcomes)
+        if (o.name == name)
+            return o.exit;
+    return std::nullopt;
+}
 
 std::span<const RefusalRow> refusal_table() {
     return table;

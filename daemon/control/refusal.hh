@@ -5,6 +5,7 @@
 // same problem types (tests/unit/test_refusal.cc keeps them in step).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,7 +14,8 @@
 
 namespace prewarmd {
 
-// prewarmctl's exit statuses (prewarmctl(1)).
+// prewarmctl's exit statuses (prewarmctl(1)); `prewarmd prefill` gives the
+// outcomes' the same (outcome_exit).
 namespace ctl_exit {
 inline constexpr int ok = 0, failed = 1, usage = 2, unreachable = 3, unauthorized = 4,
                      unknown_disk = 5, refused = 6, timeout = 7, unproven = 8, not_warmable = 9;
@@ -74,5 +76,16 @@ Refusal refusal_of(const Error& error);
 Error refuse(Refusal refusal, std::string message);
 // prewarmctl's exit status for an HTTP answer: by its problem type, else its status.
 int ctl_exit_for(int http_status, std::string_view problem_type);
+
+// The outcomes of a job that visited every chunk, by the name the API, D-Bus and
+// the journal give them, and the exit status of `prewarmctl wait` and `prewarmd
+// prefill` for each: 0 only for warm (docs/engine.md, "Outcomes").
+struct OutcomeRow {
+    std::string_view name;
+    int exit;
+};
+std::span<const OutcomeRow> outcome_table();
+// Its exit status; none for a name that is no outcome.
+std::optional<int> outcome_exit(std::string_view name);
 
 } // namespace prewarmd

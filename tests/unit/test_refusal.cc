@@ -8,6 +8,7 @@
 #include <string>
 
 #include "control/refusal.hh"
+#include "scheduler/disk_state.hh"
 
 using namespace prewarmd;
 
@@ -85,4 +86,19 @@ TEST_CASE("api/openapi.yaml and docs/api.md list exactly the refusals of the tab
     REQUIRE(begin != std::string::npos);
     const auto section = doc.substr(begin, doc.find("\n## ", begin + 1) - begin);
     CHECK(matches(section, R"(\n\| `([a-z-]+)` \|)") == table_slugs());
+}
+
+TEST_CASE("the outcomes: a disk state and a job status each, 0 only for warm") {
+    CHECK(outcome_exit("warm") == ctl_exit::ok);
+    CHECK(outcome_exit("unproven") == ctl_exit::unproven);
+    CHECK(outcome_exit("not_warmable") == ctl_exit::not_warmable);
+    CHECK_FALSE(outcome_exit("failed"));
+    CHECK_FALSE(outcome_exit("visited")); // the engine's end, before the proof
+    for (const auto& o : outcome_table()) {
+        CAPTURE(o.name);
+        const auto state = parse_disk_state(o.name);
+        REQUIRE(state);
+        CHECK(is_finished(*state));
+        CHECK(to_string(*state) == o.name);
+    }
 }
