@@ -19,6 +19,25 @@ std::string read_text(const std::string& path) {
     return text.str();
 }
 
+Result<std::string> read_file(const std::string& path) {
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return errno_error(path);
+    std::string text;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno_error(path);
+        }
+        if (n == 0)
+            return text;
+        text.append(buffer, static_cast<size_t>(n));
+    }
+}
+
 std::string read_first_line(const std::string& path) {
     std::ifstream in(path);
     std::string line;

@@ -12,6 +12,8 @@
 namespace prewarmd {
 
 std::string read_text(const std::string& path); // "" when unreadable
+// The whole file, or why it cannot be read: where "" would be taken as "none".
+Result<std::string> read_file(const std::string& path);
 std::string read_first_line(const std::string& path);
 // 512-byte sectors written to a block device by anyone since boot, from
 // /sys/dev/block/MAJ:MIN/stat. An error when it cannot be read (-ENOENT: no such

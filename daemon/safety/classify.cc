@@ -84,8 +84,16 @@ std::string Classification::reasons_text() const {
 }
 
 SystemView SystemView::read() {
-    return {parse_mountinfo(read_text("/proc/self/mountinfo")),
-            parse_swaps(read_text("/proc/swaps")), SysBlock()};
+    SystemView view;
+    if (auto mounts = read_file("/proc/self/mountinfo"))
+        view.mounts = parse_mountinfo(*mounts);
+    else
+        view.unreadable = mounts.error().message;
+    if (auto swaps = read_file("/proc/swaps"))
+        view.swaps = parse_swaps(*swaps);
+    else
+        view.unreadable += (view.unreadable.empty() ? "" : "; ") + swaps.error().message;
+    return view;
 }
 
 Classification classify(const DiskInfo& disk, int fd, const SystemView& system) {
@@ -113,6 +121,12 @@ Classification classify(const DiskInfo& disk, int fd, const SystemView& system) 
         devices.insert(devnum(majmin));
 
     auto& why = c.reasons;
+    if (!system.unreadable.empty()) {
+        why.push_back("cannot tell whether it is mounted or swap (" + system.unreadable +
+                      "): refused until it can be told");
+        c.verdict = Verdict::refused;
+        return c;
+    }
     const auto label = [&](const std::string& name) {
         return name == disk.name ? std::string() : "partition " + name + " ";
     };

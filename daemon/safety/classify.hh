@@ -45,6 +45,9 @@ struct SystemView {
     std::vector<MountEntry> mounts;
     std::vector<std::string> swaps;
     SysBlock sys;
+    // Why the mounts or the swaps could not be read ("" when they were): then no
+    // disk is judged free of them, and classify() refuses every one.
+    std::string unreadable;
     static SystemView read();
 };
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <thread>
 
+#include "safety/classify.hh"
 #include "safety/filesystem.hh"
 #include "safety/system.hh"
 #include "temp_dir.hh"
@@ -278,4 +279,26 @@ TEST_CASE("an openers scan that cannot be made counts as someone holding the dis
     CHECK(found[0].unscanned == "/proc: Too many open files");
     CHECK_FALSE(is_udev_worker(found[0]));
     CHECK(who == "a process unknown (the scan for openers failed at /proc: Too many open files)");
+}
+
+TEST_CASE("mounts or swaps that cannot be read refuse every disk: none is judged free of them") {
+    TempDir dir;
+    const auto path = dir.file("disk");
+    {
+        std::ofstream out(path);
+        out << std::string(1 << 20, '\0');
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    DiskInfo disk;
+    disk.name = "prewarmd-test-no-such-disk";
+    disk.size_bytes = 1 << 20;
+    SystemView system; // nothing mounted, no swap: a blank disk is eligible
+    CHECK(classify(disk, fd, system).verdict == Verdict::eligible);
+    system.unreadable = "/proc/self/mountinfo: Too many open files";
+    const auto c = classify(disk, fd, system);
+    CHECK(c.verdict == Verdict::refused);
+    CHECK(c.reasons_text() == "cannot tell whether it is mounted or swap (/proc/self/mountinfo: "
+                              "Too many open files): refused until it can be told");
+    ::close(fd);
 }
