@@ -475,15 +475,23 @@ void PrefillJob::complete(Slot& slot, int64_t result, Clock::time_point now) {
         io_error(slot, result < 0 ? static_cast<int>(-result) : EIO, now);
         return;
     }
-    slot.transferred += static_cast<uint64_t>(result);
-    if (slot.transferred < slot.io.length) {
-        // A short transfer: finish the rest, unless the job is giving up.
+    const auto done = static_cast<uint64_t>(result);
+    if (slot.transferred + done < slot.io.length) {
+        // A short transfer: finish the rest, unless the job is giving up. What did
+        // not go out is not ours in the kernel's count, and the rest of a write is
+        // a write like any other: it goes out only while nobody else is at the disk.
+        if (slot.op == IoOp::write)
+            m_submitted_write_bytes -= slot.io.length - slot.transferred - done;
+        slot.transferred += done;
         if (giving_up())
             visit_again(slot);
+        else if (slot.op == IoOp::write)
+            write_if_alone(slot, now);
         else
             submit(slot, slot.op, now);
         return;
     }
+    slot.transferred += done;
     if (slot.op == IoOp::read) {
         read_done(slot, now);
         return;

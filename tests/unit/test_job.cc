@@ -220,6 +220,23 @@ TEST_CASE("a write retried after EIO looks for others first, as a first write do
     CHECK(attempts == 1); // the retry never went out
 }
 
+TEST_CASE("the rest of a short write looks for others first, and counts as ours only once") {
+    Harness h(std::vector<char>(8 * MiB, 0), {.chunk_bytes = MiB, .queue_depth = 1});
+    h.make();
+    int writes = 0;
+    h.io->hook = [&](IoRequest& r) -> std::optional<int64_t> {
+        if (r.op == IoOp::write && r.offset >= 7 * MiB && writes++ == 0) {
+            r.length /= 2;                              // half of it goes out
+            h.disk.sectors_written += 64 * KiB / 512; // and someone else's 64 KiB
+        }
+        return std::nullopt;
+    };
+    const auto result = h.job->run();
+    CHECK(result.status == JobStatus::stepped_aside);
+    CHECK(result.reason.find("another writer wrote 64.0 KiB") != std::string::npos);
+    CHECK(writes == 1); // the rest never went out
+}
+
 TEST_CASE("ENOSPC pauses the job; resumed, it finishes") {
     Harness h(std::vector<char>(8 * MiB, 0), {.chunk_bytes = MiB});
     h.make();
