@@ -113,12 +113,30 @@ bool is_loopback_address(const std::string& address) {
     return ::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
+// What the listener asks of its server's accept loop (BoundedServer's).
+class AcceptLoop {
+public:
+    virtual ~AcceptLoop() = default;
+    // The loop accepts on a copy of `socket`: cpp-httplib closes its socket when an
+    // accept fails with anything but EMFILE (ENFILE, ENOBUFS, ENOMEM...), and the
+    // listener goes on with a new copy, its own socket still listening.
+    virtual Result<void> arm(int socket) = 0;
+    // Ends the loop within its idle interval (200 ms). cpp-httplib's stop() would
+    // shut the socket down, which ends the listening for systemd too.
+    virtual void stop_accepting() = 0;
+    // Closes the copy, unless the library did.
+    virtual void disarm(bool closed_by_library) = 0;
+    // The socket bind_to_port made.
+    virtual int bound_socket() const = 0;
+};
+
 struct Listener {
     std::string name; // for the log: "127.0.0.1:7433", "unix:/run/prewarmd/api.sock"
     WayIn way = WayIn::loopback;
     std::unique_ptr<httplib::Server> server;
+    AcceptLoop* loop = nullptr; // the server's
     int handed = -1; // the listening socket systemd holds (api/listen_fds.hh), if any
-    std::function<void()> stop_accepting; // BoundedServer::stop_accepting
+    int socket = -1; // the one listened on: systemd's, or the one bound; ours to close
     std::thread thread;
 };
 
@@ -377,27 +395,30 @@ void write_problem(httplib::Stream& strm, const ApiResponse& out, std::string_vi
 // protected). It replaces the library's process_and_close_socket, which both call
 // for every accepted connection.
 template <class Base>
-class BoundedServer final : public Base {
+class BoundedServer final : public Base, public AcceptLoop {
 public:
     template <class... Args>
     BoundedServer(ApiServer::Impl& impl, const Listener& l, Args&&... args)
         : Base(std::forward<Args>(args)...), m_impl(impl), m_listener(l) {
-        if (l.handed >= 0) {
-            this->svr_sock_ = l.handed;
-            // The accept loop looks at svr_sock_ this often: how stop_accepting ends it.
-            this->set_idle_interval(0, 200'000);
-        }
+        // The accept loop looks at svr_sock_ this often: how stop_accepting ends it.
+        this->set_idle_interval(0, 200'000);
     }
 
-    // Ends the accept loop. cpp-httplib's stop() shuts the socket down, which would
-    // end the listening for systemd too: a socket systemd holds is left listening,
-    // and a client that connects meanwhile waits for the next start.
-    void stop_accepting() {
-        if (m_listener.handed < 0)
-            this->stop();
-        else
-            this->svr_sock_ = INVALID_SOCKET;
+    Result<void> arm(int socket) override {
+        const int copy = ::fcntl(socket, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0)
+            return errno_error("[api] " + m_listener.name + ": a copy of its socket");
+        m_copy = copy;
+        this->svr_sock_ = copy;
+        return {};
     }
+    void stop_accepting() override { this->svr_sock_ = INVALID_SOCKET; }
+    void disarm(bool closed_by_library) override {
+        if (m_copy >= 0 && !closed_by_library)
+            ::close(m_copy);
+        m_copy = -1;
+    }
+    int bound_socket() const override { return this->svr_sock_; }
 
 private:
     static constexpr bool tls = std::is_base_of_v<httplib::SSLServer, Base>;
@@ -479,6 +500,7 @@ private:
 
     ApiServer::Impl& m_impl;
     const Listener& m_listener;
+    int m_copy = -1; // what the accept loop accepts on
 };
 
 Result<void> configure(ApiServer::Impl& impl, Listener& l) {
@@ -549,6 +571,29 @@ Result<void> clear_stale_socket(const std::string& path) {
     return {};
 }
 
+// A listener's thread: cpp-httplib's accept loop, again after an accept that
+// failed for good (the library then closed its copy of the socket and returned
+// false); listen_after_bind() returns true once stop_accepting() ended it.
+void accept_loop(ApiServer::Impl& impl, Listener& l) {
+    while (!l.server->listen_after_bind()) {
+        const int err = errno;
+        l.loop->disarm(true);
+        if (impl.stopping)
+            return;
+        impl.log(true, "api: " + l.name + ": an accept failed (" + std::strerror(err) +
+                           "): listening again in 1 s");
+        for (int i = 0; i < 10 && !impl.stopping; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (impl.stopping)
+            return;
+        if (auto armed = l.loop->arm(l.socket); !armed) {
+            impl.log(true, "api: " + armed.error().message + ": " + l.name + " is not served");
+            return;
+        }
+    }
+    l.loop->disarm(false);
+}
+
 } // namespace
 
 Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRouter& router,
@@ -581,11 +626,11 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
                 return Error{-EINVAL, "[api] tls_cert " + config.api_tls_cert + " or tls_key " +
                                           config.api_tls_key + " cannot be loaded"};
             SSL_CTX_set_min_proto_version(server->ssl_context(), TLS1_2_VERSION);
-            l->stop_accepting = [s = server.get()] { s->stop_accepting(); };
+            l->loop = server.get();
             l->server = std::move(server);
         } else {
             auto server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
-            l->stop_accepting = [s = server.get()] { s->stop_accepting(); };
+            l->loop = server.get();
             l->server = std::move(server);
         }
         if (l->way == WayIn::remote && !tls)
@@ -599,6 +644,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
             return Error{-EADDRINUSE, "[api] listen " + address +
                                           ": cannot bind (in use, or no "
                                           "such address)"};
+        l->socket = l->handed >= 0 ? l->handed : l->loop->bound_socket();
+        if (auto armed = l->loop->arm(l->socket); !armed)
+            return armed.error();
         impl->listeners.push_back(std::move(l));
     }
     if (!config.api_socket.empty()) {
@@ -610,13 +658,16 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
         l->name = "unix:" + config.api_socket;
         l->way = WayIn::unix_socket;
         auto server = std::make_unique<BoundedServer<httplib::Server>>(*impl, *l);
-        l->stop_accepting = [s = server.get()] { s->stop_accepting(); };
+        l->loop = server.get();
         l->server = std::move(server);
         l->server->set_address_family(AF_UNIX);
         if (auto ok = configure(*impl, *l); !ok)
             return ok.error();
         if (!l->server->bind_to_port(config.api_socket, 80))
             return Error{-EADDRINUSE, "[api] socket " + config.api_socket + ": cannot bind"};
+        l->socket = l->loop->bound_socket();
+        if (auto armed = l->loop->arm(l->socket); !armed)
+            return armed.error();
         impl->socket_path = config.api_socket;
         if (::chmod(config.api_socket.c_str(), config.api_socket_mode) < 0)
             return errno_error("[api] socket " + config.api_socket + ": chmod");
@@ -625,7 +676,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const Config& config, ApiRou
     }
     for (auto& l : impl->listeners) {
         auto* server = l->server.get();
-        l->thread = std::thread([server] { server->listen_after_bind(); });
+        l->thread = std::thread([impl = impl.get(), l = l.get()] { accept_loop(*impl, *l); });
         // cpp-httplib's stop() does nothing until the thread is in its accept loop,
         // and then the join would wait forever: a SIGTERM right after start hung.
         const auto until = Clock::now() + std::chrono::seconds(5);
@@ -659,12 +710,13 @@ void ApiServer::stop() {
         return;
     m_impl->events.close();
     for (auto& l : m_impl->listeners)
-        l->stop_accepting();
+        l->loop->stop_accepting();
     for (auto& l : m_impl->listeners) {
         if (l->thread.joinable())
             l->thread.join();
-        if (l->handed >= 0)
-            ::close(std::exchange(l->handed, -1));
+        if (l->socket >= 0)
+            ::close(std::exchange(l->socket, -1));
+        l->handed = -1;
     }
     if (!m_impl->socket_path.empty())
         ::unlink(m_impl->socket_path.c_str());
