@@ -4,18 +4,10 @@
 # registry, at one version, into a cache kept between runs (PREWARMD_NPM_CACHE,
 # default /var/cache/prewarmd-tests/redocly); without Node.js 20.19 or later and
 # npm it cannot run, and fails saying so (PREWARMD_ALLOW_SKIP=1: skipped).
-set -euo pipefail
-src=${PREWARMD_SRC:?}
+source "$(dirname "$0")/../e2e/lib.sh" # cannot_run, fail, pass
+src=$PREWARMD_SRC
 version=2.77.0
 dir=${PREWARMD_NPM_CACHE:-/var/cache/prewarmd-tests/redocly}-$version
-cannot_run() {
-    if [[ ${PREWARMD_ALLOW_SKIP:-0} == 1 ]]; then
-        echo "SKIP: $*"
-        exit 77
-    fi
-    echo "FAIL: cannot run here: $* (PREWARMD_ALLOW_SKIP=1 skips instead)" >&2
-    exit 1
-}
 command -v node >/dev/null && command -v npm >/dev/null || cannot_run "no node and npm"
 redocly=$dir/node_modules/.bin/redocly
 if [[ ! -x $redocly ]]; then
@@ -24,10 +16,8 @@ if [[ ! -x $redocly ]]; then
         cannot_run "npm install @redocly/cli@$version failed (is the npm registry reachable?)"
 fi
 out=$(NO_UPDATE_NOTIFIER=1 REDOCLY_TELEMETRY=off "$redocly" lint --config "$src/api/redocly.yaml" \
-    --format=stylish "$src/api/openapi.yaml" 2>&1) || { echo "$out"; echo "FAIL: redocly lint"; exit 1; }
+    --format=stylish "$src/api/openapi.yaml" 2>&1) || fail "redocly lint: $out"
 echo "$out" | sed -n '/validating/,$p'
-if grep -Eq '^ +[0-9]+:[0-9]+ +(error|warning) ' <<<"$out"; then
-    echo "FAIL: redocly lint: warnings (fix them, or say why one stays in api/redocly.yaml)"
-    exit 1
-fi
-echo "ok: api/openapi.yaml passes redocly lint $version, recommended rules, no warning"
+! grep -Eq '^ +[0-9]+:[0-9]+ +(error|warning) ' <<<"$out" ||
+    fail "redocly lint: warnings (fix them, or say why one stays in api/redocly.yaml)"
+pass "api/openapi.yaml passes redocly lint $version, recommended rules, no warning"

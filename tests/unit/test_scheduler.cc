@@ -141,6 +141,17 @@ struct Harness {
     void quiet(const DiskInfo& d) {
         scheduler->on_grace(disk_identity(d), false, "quiet for 30 s");
     }
+    // Attached, quiet for the grace, its job run and ended warm.
+    void warm_up(const DiskInfo& d) {
+        scheduler->on_attached(d);
+        if (state_of(d) == DiskState::waiting)
+            quiet(d);
+        REQUIRE(state_of(d) == DiskState::running);
+        host.jobs[d.name]->finish(JobStatus::warm);
+        scheduler->reap();
+        REQUIRE(state_of(d) == DiskState::warm);
+        host.jobs.clear();
+    }
 
     TempDir dir;
     Config config;
@@ -323,11 +334,7 @@ TEST_CASE("a warm disk given back by discards is judged afresh and warmed again"
     Harness h;
     const auto xvdb = xen_disk("xvdb", 51728); // 2 GiB
     h.host.discards["xvdb"] = 5 << 20;         // before the job: not its business
-    h.scheduler->on_attached(xvdb);
-    h.quiet(xvdb);
-    h.host.jobs["xvdb"]->finish(JobStatus::warm);
-    h.scheduler->reap();
-    REQUIRE(h.state_of(xvdb) == DiskState::warm);
+    h.warm_up(xvdb);
     REQUIRE(h.scheduler->next_discard_check());
 
     // Under 1% of the disk since: a swap's or a stray blkdiscard's, left alone.
@@ -336,7 +343,6 @@ TEST_CASE("a warm disk given back by discards is judged afresh and warmed again"
     CHECK(h.state_of(xvdb) == DiskState::warm);
 
     // An fstrim of unmounted space, say: warmed again after the attach grace.
-    h.host.jobs.clear();
     h.host.discards["xvdb"] += 1ULL << 30;
     h.scheduler->check_discards();
     CHECK(h.state_of(xvdb) == DiskState::waiting);
@@ -356,13 +362,8 @@ TEST_CASE("a warm filesystem trimmed is warmed again through its free space") {
     h.host.verdicts["xvdc"] = Verdict::needs_request;
     h.host.mounted["xvdc"] = {ext4_at("/data", "xvdc")};
     h.host.discards["xvdc"] = 0;
-    h.scheduler->on_attached(xvdc);
-    REQUIRE(h.state_of(xvdc) == DiskState::running);
-    h.host.jobs["xvdc"]->finish(JobStatus::warm);
-    h.scheduler->reap();
-    REQUIRE(h.state_of(xvdc) == DiskState::warm);
+    h.warm_up(xvdc);
 
-    h.host.jobs.clear();
     h.host.discards["xvdc"] = 1ULL << 30; // fstrim /data
     h.scheduler->check_discards();
     CHECK(h.state_of(xvdc) == DiskState::running);
@@ -373,11 +374,7 @@ TEST_CASE("a warm filesystem trimmed is warmed again through its free space") {
 TEST_CASE("discards that cannot be counted are said once, and the disk stays warm") {
     Harness h;
     const auto xvdb = xen_disk("xvdb", 51728);
-    h.scheduler->on_attached(xvdb);
-    h.quiet(xvdb);
-    h.host.jobs["xvdb"]->finish(JobStatus::warm);
-    h.scheduler->reap();
-    CHECK(h.state_of(xvdb) == DiskState::warm);
+    h.warm_up(xvdb);
     CHECK_FALSE(h.scheduler->next_discard_check());
     CHECK(std::count_if(h.log.begin(), h.log.end(), [](const std::string& l) {
               return l.find("discards not watched: /sys/dev/block/202:32/stat: the kernel counts "
