@@ -68,7 +68,8 @@ expect "LUKS" "$dev" needs-request "has crypto_LUKS"
 
 loop_file lvm 64MiB
 dev=$LOOP
-pvcreate -qq "$dev" 2>/dev/null
+# --devices: LVM scans every block device otherwise, the other tests' too.
+pvcreate -qq --devices "$dev" "$dev" 2>/dev/null
 expect "LVM" "$dev" needs-request "has LVM2_member"
 
 # A GPT whose start was wiped (protective MBR and primary header): the backup remains.
