@@ -268,11 +268,15 @@ const std::vector<Option>& options() {
              return a.backend_block_bytes == b.backend_block_bytes &&
                     a.backend_block_auto == b.backend_block_auto;
          }},
-        {"prefill", "queue_depth", "8", "Chunks in flight per disk, 1 to 64.", true,
-         [](const toml::node& n, Config& c) { return count(n, c.queue_depth, 1, 64); },
+        {"prefill", "queue_depth", "8",
+         "Chunks in flight per disk, 1 to 64; max_parallel x queue_depth x chunk is 256MiB\n"
+         "at most.",
+         true, [](const toml::node& n, Config& c) { return count(n, c.queue_depth, 1, 64); },
          [](const Config& a, const Config& b) { return a.queue_depth == b.queue_depth; }},
-        {"prefill", "max_parallel", "1", "Disks warmed at the same time, 1 to 64.", true,
-         [](const toml::node& n, Config& c) { return count(n, c.max_parallel, 1, 64); },
+        {"prefill", "max_parallel", "1",
+         "Disks warmed at the same time, 1 to 64; max_parallel x queue_depth x chunk is\n"
+         "256MiB at most.",
+         true, [](const toml::node& n, Config& c) { return count(n, c.max_parallel, 1, 64); },
          [](const Config& a, const Config& b) { return a.max_parallel == b.max_parallel; }},
         {"prefill", "filesystem_reserve", "5",
          "A mounted filesystem's free space is warmed online down to this share of its\n"
@@ -489,7 +493,21 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     config.match_rules = std::move(*match);
     config.exclude_rules = std::move(*exclude);
     config.adaptive_watch_rules = std::move(*watch);
+    if (const auto over =
+            over_buffer_budget(config.max_parallel, config.queue_depth, config.chunk_bytes);
+        !over.empty())
+        return Error{-EINVAL, source + ": [prefill] max_parallel, queue_depth, chunk: " + over};
     return config;
+}
+
+std::string over_buffer_budget(unsigned max_parallel, unsigned queue_depth, uint64_t chunk_bytes) {
+    const uint64_t bytes = uint64_t{max_parallel} * queue_depth * chunk_bytes;
+    if (bytes <= buffer_budget_bytes)
+        return {};
+    return std::to_string(max_parallel) + (max_parallel == 1 ? " job x " : " jobs x ") +
+           std::to_string(queue_depth) + (queue_depth == 1 ? " chunk x " : " chunks x ") +
+           format_size(chunk_bytes) + " = " + format_size(bytes) + " of buffers, over the " +
+           format_size(buffer_budget_bytes) + " budget";
 }
 
 Result<Config> load_config(const std::string& path, bool missing_ok) {

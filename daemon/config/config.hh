@@ -76,6 +76,14 @@ struct Config {
     std::vector<MatchRule> adaptive_watch_rules;
 };
 
+// The buffers of the daemon's jobs together: max_parallel jobs of queue_depth
+// chunks each at most (docs/daemon.md, "Memory"). The unit's MemoryMax=512M leaves
+// room above it for the rest: the daemon idle, about 2 MiB per running job.
+inline constexpr uint64_t buffer_budget_bytes = 256ULL << 20;
+// "" when `max_parallel` jobs of `queue_depth` chunks fit the budget, else why not:
+// "16 jobs x 8 chunks x 4.00 MiB = 512 MiB of buffers, over the 256 MiB budget".
+std::string over_buffer_budget(unsigned max_parallel, unsigned queue_depth, uint64_t chunk_bytes);
+
 // Reads a config file. Errors name the file, the line and the key:
 // "/etc/prewarmd/prewarmd.toml:12: [prefill] max_parallel: expected ...".
 // A missing file is an error unless `missing_ok` (the default path): then defaults.

@@ -24,6 +24,8 @@ constexpr RefusalRow table[] = {
     {R::not_recorded, ENOSPC, 507, "not-recorded", "Not recorded",
      "org.prewarmd.Prewarmd1.Error.NotRecorded", x::failed},
     {R::busy, EAGAIN, 503, "busy", "Busy", "org.prewarmd.Prewarmd1.Error.Busy", x::failed},
+    {R::over_budget, E2BIG, 422, "over-budget", "Over the memory budget",
+     "org.prewarmd.Prewarmd1.Error.OverBudget", x::refused},
     {R::internal, 0, 500, "internal", "Internal error", "org.prewarmd.Prewarmd1.Error.Failed",
      x::failed},
     {R::invalid_id, 0, 400, "invalid-id", "Invalid disk id", invalid_args, x::usage},

@@ -29,6 +29,7 @@ enum class Refusal {
     wrong_state,
     not_recorded,
     busy,
+    over_budget,
     internal,
     // The request's (HTTP, some D-Bus too: its arguments).
     invalid_id,

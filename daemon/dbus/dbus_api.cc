@@ -162,7 +162,8 @@ private:
         const auto good = checked(field, value);
         SettingsChange change;
         change.set(field, good);
-        m_scheduler.change(change);
+        if (auto changed = m_scheduler.change(change); !changed)
+            fail(changed.error());
         m_log(false, "dbus: " + std::string(field.key) + " now " +
                          std::visit(
                              [](const auto& v) {

@@ -1,5 +1,6 @@
 #include "engine/plan.hh"
 
+#include <algorithm>
 #include <cerrno>
 #include <numeric>
 
@@ -37,6 +38,14 @@ Result<uint64_t> choose_chunk_bytes(uint64_t requested, bool requested_explicitl
         return Error{-EINVAL, "the chunk size, " + format_size(chunk) + ", exceeds " +
                                   format_size(max_chunk_bytes)};
     return chunk;
+}
+
+unsigned fit_queue_depth(unsigned queue_depth, uint64_t requested_chunk_bytes,
+                         uint64_t chunk_bytes) {
+    if (chunk_bytes == 0)
+        return queue_depth;
+    return static_cast<unsigned>(std::min<uint64_t>(
+        queue_depth, uint64_t{queue_depth} * requested_chunk_bytes / chunk_bytes));
 }
 
 RangeSet regions_to_visit(const Geometry& g, const RangeSet& file_data) {

@@ -21,6 +21,11 @@ constexpr uint64_t max_chunk_bytes = 64ULL * 1024 * 1024;
 // error; the default (`requested_explicitly` false) grows to the least common one.
 Result<uint64_t> choose_chunk_bytes(uint64_t requested, bool requested_explicitly,
                                     uint64_t backend_block_bytes, const Geometry& geometry);
+// The chunks in flight for `chunk_bytes` that keep the buffers within what
+// `queue_depth` chunks of `requested_chunk_bytes` hold: a chunk grown to fit the
+// device takes fewer at once. 0 where one chunk alone is more.
+unsigned fit_queue_depth(unsigned queue_depth, uint64_t requested_chunk_bytes,
+                         uint64_t chunk_bytes);
 
 // The chunks to visit, in order and computed as they are taken: the regions (the
 // whole device; a file's holes) cut at multiples of the chunk size, less the chunks

@@ -56,6 +56,20 @@ JobRunner::set_up(const JobSpec& spec, std::unique_ptr<JobWork> work, EventSink 
                                     s.options.backend_block_bytes, device.geometry());
     if (!chunk)
         return Error{chunk.error().err, s.path + ": " + chunk.error().message};
+    // The buffers stay as the settings size them (config.hh, buffer_budget_bytes).
+    const unsigned depth = fit_queue_depth(s.options.queue_depth, s.options.chunk_bytes, *chunk);
+    if (depth == 0)
+        return Error{-E2BIG,
+                     s.path + ": the chunk size grows to " + format_size(*chunk) +
+                         " for this device, more than the " +
+                         format_size(uint64_t{s.options.queue_depth} * s.options.chunk_bytes) +
+                         " of buffers queue_depth x chunk allow: set a chunk that fits"};
+    if (depth < s.options.queue_depth && events)
+        events(EventLevel::info, "queue depth " + std::to_string(depth) + ", not " +
+                                     std::to_string(s.options.queue_depth) +
+                                     ": the chunk grew to " + format_size(*chunk) +
+                                     " for this device");
+    s.options.queue_depth = depth;
     s.options.chunk_bytes = *chunk;
     std::string note;
     auto engine = make_io_engine(s.io_engine, device.fd(), s.options.queue_depth, note);

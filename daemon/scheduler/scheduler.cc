@@ -163,8 +163,12 @@ unsigned Scheduler::running_jobs() const {
 void Scheduler::save(Entry& e) {
     JobRecord r;
     r.identity = e.identity;
-    r.state = std::string(to_string(e.state));
-    r.reason = e.reason;
+    // A stop asked for is recorded as where it leads while the job ends: a restart
+    // meanwhile must not take the job up again.
+    const bool asked_stop = e.stopping && (e.stopping->why == Stopping::Why::cancel ||
+                                           e.stopping->why == Stopping::Why::release);
+    r.state = std::string(to_string(asked_stop ? state_after(e.stopping->as()) : e.state));
+    r.reason = asked_stop ? e.stopping->reason : e.reason;
     r.mode = std::string(to_string(e.asked.mode.value_or(m_config.mode)));
     r.requested = e.requested;
     r.rate_bytes_per_s = e.asked.rate_bytes_per_s.value_or(0);
@@ -191,6 +195,18 @@ void Scheduler::save(Entry& e) {
     e.unsaved = saved.error().message;
     if (!m_save_retry)
         m_save_retry = Clock::now() + std::chrono::seconds(5);
+}
+
+// A command in force whose record could not be saved says so (docs/api.md): until
+// the record is saved, a restart would find the one before.
+Result<void> Scheduler::recorded(const Entry& e, const std::string& what) const {
+    if (e.unsaved.empty())
+        return {};
+    return refuse(Refusal::not_recorded, e.identity + " is " + what +
+                                             ", but its record could not be saved (" + e.unsaved +
+                                             "): until it is, a restart would find the one "
+                                             "before; make room in " +
+                                             m_state.path());
 }
 
 void Scheduler::retry_saves() {
@@ -801,6 +817,12 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     e->look = m_host.look(e->disk); // now, not as it was at the attach
     if (e->look.verdict == Verdict::refused)
         return refuse(Refusal::refused, identity + " may not be touched: " + e->look.reasons_text());
+    if (request.queue_depth)
+        if (const auto over = over_buffer_budget(m_config.max_parallel, *request.queue_depth,
+                                                 m_config.chunk_bytes);
+            !over.empty())
+            return refuse(Refusal::over_budget,
+                          "queue_depth " + std::to_string(*request.queue_depth) + ": " + over);
     e->requested = true;
     if (request.mode)
         e->asked.mode = request.mode;
@@ -816,7 +838,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
         e->kind = BlockJob{}; // asked for: the disk, not a filesystem's free space
     enter_ready(*e);
     schedule();
-    return {};
+    return recorded(*e, "asked for");
 }
 
 Result<Scheduler::ProbeTicket> Scheduler::begin_probe(const std::string& identity) {
@@ -858,12 +880,12 @@ Result<void> Scheduler::pause(const std::string& identity) {
     if (e->job) {
         e->job->command(PauseCommand{});
         enter_paused(*e, "paused on request");
-        return {};
+        return recorded(*e, "paused");
     }
     if (e->state == DiskState::queued || e->state == DiskState::waiting ||
         e->state == DiskState::paused) {
         enter_paused(*e, "paused on request");
-        return {};
+        return recorded(*e, "paused");
     }
     return refuse(Refusal::wrong_state, identity + " is " + std::string(to_string(e->state)) + ": nothing to pause");
 }
@@ -879,13 +901,13 @@ Result<void> Scheduler::resume(const std::string& identity) {
     if (e->job) {
         e->job->command(ResumeCommand{});
         set_state(*e, DiskState::running, "");
-        return {};
+        return recorded(*e, "running again");
     }
     if (!e->attached)
         return refuse(Refusal::not_attached, identity + " is not attached");
     enter_ready(*e);
     schedule();
-    return {};
+    return recorded(*e, "resumed");
 }
 
 Result<void> Scheduler::cancel(const std::string& identity) {
@@ -894,19 +916,14 @@ Result<void> Scheduler::cancel(const std::string& identity) {
         return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->job) {
         stop_job(*e, {Stopping::Why::cancel, "cancelled on request"});
-        return {};
+        save(*e); // before the answer, not once the job has ended
+        return recorded(*e, "being cancelled");
     }
     if (is_finished(e->state))
         return refuse(Refusal::wrong_state, identity + " is " + std::string(to_string(e->state)) +
                                   " already: nothing to cancel");
     enter_end(*e, DiskState::cancelled, "cancelled on request");
-    if (!e->unsaved.empty())
-        return refuse(Refusal::not_recorded, identity + " is cancelled, but its record could not be saved (" +
-                                  e->unsaved +
-                                  "): until it is, a restart would take up its "
-                                  "job again; make room in " +
-                                  m_state.path());
-    return {};
+    return recorded(*e, "cancelled");
 }
 
 Result<void> Scheduler::release(const std::string& identity) {
@@ -915,11 +932,14 @@ Result<void> Scheduler::release(const std::string& identity) {
         return refuse(Refusal::unknown_disk, "no disk " + identity);
     if (e->job) {
         stop_job(*e, {Stopping::Why::release, "released on request"});
-        return {};
+        save(*e);
+        return recorded(*e, "being released");
     }
     if (e->state == DiskState::queued || e->state == DiskState::waiting ||
-        e->state == DiskState::paused)
+        e->state == DiskState::paused) {
         enter_end(*e, DiskState::released, "released on request");
+        return recorded(*e, "released");
+    }
     return {}; // holding nothing: released already
 }
 
@@ -963,13 +983,28 @@ void Scheduler::release_hold() {
     schedule();
 }
 
-void Scheduler::change(const SettingsChange& c) {
+// The deepest queue a job here may have: the file's, or one a start asked for.
+unsigned Scheduler::deepest_queue() const {
+    unsigned depth = m_config.queue_depth;
+    for (const auto& [id, e] : m_entries)
+        depth = std::max(depth, e->asked.queue_depth.value_or(0));
+    return depth;
+}
+
+Result<void> Scheduler::change(const SettingsChange& c) {
+    if (c.max_parallel)
+        if (const auto over =
+                over_buffer_budget(*c.max_parallel, deepest_queue(), m_config.chunk_bytes);
+            !over.empty())
+            return refuse(Refusal::over_budget,
+                          "max_parallel " + std::to_string(*c.max_parallel) + ": " + over);
     if (c.total_rate_bytes_per_s)
         set_total_rate(*c.total_rate_bytes_per_s);
     if (c.max_parallel)
         set_max_parallel(*c.max_parallel);
     if (c.auto_prefill)
         set_auto_prefill(*c.auto_prefill);
+    return {};
 }
 
 void Scheduler::set_total_rate(uint64_t rate) {

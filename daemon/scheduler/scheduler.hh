@@ -130,8 +130,9 @@ public:
     Result<ProbeTicket> begin_probe(const std::string& identity);
     void end_probe(const std::string& identity, const Result<ProbeFigures>& figures);
 
-    // Settings changed over the API or D-Bus, until the next reload.
-    void change(const SettingsChange& change);
+    // Settings changed over the API or D-Bus, until the next reload: all or none;
+    // over_budget where the jobs' buffers would exceed buffer_budget_bytes.
+    Result<void> change(const SettingsChange& change);
     void set_total_rate(uint64_t rate_bytes_per_s);
     // Adaptive mode: every running job's rate times `factor` (0 holds them, 1 is as
     // configured); `reference` stands for total_rate when that is unlimited; `why`
@@ -213,6 +214,8 @@ private:
     JobSpec spec_for(const Entry& entry) const;
     std::optional<uint64_t> override_rate(const Entry& entry) const;
     unsigned running_jobs() const;
+    unsigned deepest_queue() const;
+    Result<void> recorded(const Entry& entry, const std::string& what) const;
     void log(bool warning, const Entry& entry, const std::string& message) const;
 
     Config& m_config;

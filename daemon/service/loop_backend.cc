@@ -63,14 +63,18 @@ Result<ApiSettings> LoopBackend::settings() {
 }
 
 Result<ApiSettings> LoopBackend::update_settings(const ApiSettingsPatch& patch) {
-    return on_loop([this, patch] {
-        m_scheduler.change(patch);
+    auto done = on_loop([this, patch]() -> Result<ApiSettings> {
+        if (auto changed = m_scheduler.change(patch); !changed)
+            return changed.error();
         log_info("api: settings now: total_rate " +
                  std::to_string(m_scheduler.config().total_rate_bytes_per_s) +
                  " B/s, max_parallel " + std::to_string(m_scheduler.config().max_parallel));
         m_settings_changed();
         return current();
     });
+    if (!done)
+        return done.error();
+    return *done;
 }
 
 ApiSettings LoopBackend::current() const {

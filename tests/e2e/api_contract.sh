@@ -79,6 +79,9 @@ check_eq "$(exchange PATCH /v1/settings -H 'Content-Type: application/json' -d '
 check_eq "$(exchange PATCH /v1/settings -H 'Content-Type: application/json' -d '{"max_parallel": 0}')" 400 "out of range"
 check_eq "$(exchange PATCH /v1/settings -H 'Content-Type: application/json' -d '{"colour": "red"}')" 400 "unknown field"
 check_eq "$(exchange PATCH /v1/settings -H 'Content-Type: text/plain' -d 'max_parallel=3')" 415 "not JSON"
+check_eq "$(exchange PATCH /v1/settings -H 'Content-Type: application/json' -d '{"max_parallel": 64, "total_rate_bytes_per_s": 1}')" 422 \
+    "max_parallel 64: the jobs' buffers over the budget"
+check_eq "$(jq -r .type "$TEST_DIR/body")" urn:prewarmd:problem:over-budget "its problem type"
 check_eq "$(exchange POST "/v1/disks/$id/pause" -H 'Content-Type: application/json' -d '{"now": true}')" 400 "a field a command does not take"
 head -c 70000 /dev/zero | tr '\0' ' ' >"$TEST_DIR/big"
 check_eq "$(exchange PATCH /v1/settings -H 'Content-Type: application/json' --data-binary @"$TEST_DIR/big")" 413 "a body over 64 KiB"

@@ -88,6 +88,9 @@ pbus set-property "${manager[@]}" MaxParallel u 3 || fail "set MaxParallel"
 check_eq "$(pbus get-property "${manager[@]}" MaxParallel)" "u 3" "MaxParallel after set"
 if pbus set-property "${manager[@]}" MaxParallel u 0 2>"$TEST_DIR/err"; then fail "MaxParallel 0 was taken"; fi
 check_eq "$(pbus get-property "${manager[@]}" MaxParallel)" "u 3" "MaxParallel after a refused set"
+if pbus set-property "${manager[@]}" MaxParallel u 64 2>"$TEST_DIR/err"; then fail "MaxParallel 64 was taken"; fi
+grep -q "OverBudget\|over the 256.0 MiB budget" "$TEST_DIR/err" || fail "MaxParallel 64 refused as: $(cat "$TEST_DIR/err")"
+check_eq "$(pbus get-property "${manager[@]}" MaxParallel)" "u 3" "MaxParallel after one over the budget"
 curl -sf --unix-socket "$API_SOCKET" -X PATCH http://x/v1/settings -H 'Content-Type: application/json' \
     -d '{"auto_prefill": "blank"}' >/dev/null ||
     fail "PATCH over HTTP"

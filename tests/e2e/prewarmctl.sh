@@ -94,6 +94,8 @@ expect_exit 0 "set rate" tok set rate 100MiB/s
 grep -q "^total rate: *100.0 MiB/s" "$TEST_DIR/out" || fail "$(cat "$TEST_DIR/out")"
 check_eq "$(pc --json settings | jq .total_rate_bytes_per_s)" $((100 * MiB)) "total rate after set"
 expect_exit 2 "set max-parallel 0" tok set max-parallel 0
+expect_exit 6 "set max-parallel 64: the jobs' buffers over the budget" tok set max-parallel 64
+grep -q "over the 256.0 MiB budget" "$TEST_DIR/err" || fail "set max-parallel 64 says: $(cat "$TEST_DIR/err")"
 expect_exit 2 "set rate beyond what the daemon takes" tok set rate 2PiB/s
 expect_exit 2 "an option of another command" pc status --timeout 3s
 expect_exit 2 "an unknown command" pc frobnicate

@@ -2,7 +2,8 @@
 # directory's spare makes room for the record, so it says cancelled; with no spare
 # and no room, the cancel answers 507 (not recorded) rather than quietly leave a
 # record that a restart would resume, and the record is saved within seconds of
-# room being made. A restart then takes up neither job.
+# room being made. A running job's cancel is recorded before the answer too, so
+# it answers the same. A restart then takes up none of the jobs.
 source "$(dirname "$0")/lib.sh"
 require_devices
 require_udevd
@@ -15,7 +16,7 @@ config='[discovery]
 match = '"$(sim_match)"'
 attach_grace = "1s"
 [prefill]
-total_rate = "8MiB/s"
+total_rate = "4MiB/s"
 max_parallel = 1
 checkpoint_interval = "1s"'
 
@@ -64,16 +65,28 @@ rm -f "$TEST_DIR/state/filler".*
 wait_for_log "$(disk_pattern "$second"): its record is saved now" 15
 check_eq "$(record_of "$second" state)" cancelled "its record, once there was room"
 
+for name in one two three; do
+    [[ $name == "$first" || $name == "$second" ]] || running=$name
+done
+check_eq "$(state_of "$running")" running "the third disk's job"
+rm -f "$TEST_DIR/state/spare" # made again once there was room
+fill
+check_eq "$(cancel "$running")" 507 "a running job's cancel with no spare and no room"
+check_eq "$(jq -r .type "$TEST_DIR/answer")" urn:prewarmd:problem:not-recorded "the answer's type"
+rm -f "$TEST_DIR/state/filler".*
+wait_for_log "$(disk_pattern "$running"): its record is saved now" 15
+check_eq "$(record_of "$running" state)" cancelled "the running job's record, once there was room"
+
 stop_daemon
 : >"$DAEMON_LOG"
 start_daemon "$config"
 wait_for_api
-wait_for_log "queued -> running" # the third disk's job, resumed
 check_eq "$(stat -c %s "$TEST_DIR/state/spare")" $((64 << 10)) "the spare, made again at the start"
-for name in "$first" "$second"; do
+for name in "$first" "$second" "$running"; do
+    wait_for_log "$(disk_pattern "$name"): attached; cancelled before"
     check_eq "$(state_of "$name")" cancelled "$name after the restart"
     if grep -Eq "$(disk_pattern "$name"): .*(resuming|queued)" "$DAEMON_LOG"; then
         fail "$name: taken up again: $(grep -Em1 "$(disk_pattern "$name")" "$DAEMON_LOG")"
     fi
 done
-pass "neither cancelled disk taken up again"
+pass "no cancelled disk taken up again"

@@ -3,8 +3,9 @@
 # 20 commands (mkfs.ext4, mkfs.xfs, pvcreate, wipefs, sgdisk, mount, cryptsetup
 # luksFormat), each at its own moment in the first 75 s: during the attach grace,
 # and while the disk's automatic job runs. What they made is intact afterwards.
-# One setting differs from the defaults: max_parallel = 20, so that every disk's
-# job runs when its command comes (at 1, 19 of them would wait in the queue).
+# Two settings differ from the defaults: max_parallel = 20, so that every disk's
+# job runs when its command comes (at 1, 19 of them would wait in the queue), and
+# queue_depth = 3, so that 20 jobs' buffers fit the daemon's 256 MiB budget.
 source "$(dirname "$0")/lib.sh"
 require_devices
 require_udevd
@@ -15,7 +16,8 @@ done
 start_daemon '[discovery]
 match = '"$(sim_match)"'
 [prefill]
-max_parallel = 20'
+max_parallel = 20
+queue_depth = 3'
 wait_for_log "running: state in"
 
 commands=(mkfs.ext4 mkfs.xfs pvcreate wipefs sgdisk mount luksFormat)

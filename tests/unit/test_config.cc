@@ -63,7 +63,7 @@ mode = "rewrite"
 chunk = "8MiB"
 backend_block = "4MiB"
 queue_depth = 16
-max_parallel = 3
+max_parallel = 2
 total_rate = "unlimited"
 checkpoint_interval = "2s"
 io_engine = "sync"
@@ -84,7 +84,7 @@ idle_priority = false
     CHECK(c->chunk_bytes == 8ULL << 20);
     CHECK(c->chunk_set);
     CHECK(c->queue_depth == 16);
-    CHECK(c->max_parallel == 3);
+    CHECK(c->max_parallel == 2);
     CHECK(c->total_rate_bytes_per_s == 0);
     CHECK(c->io_engine == IoEngineKind::sync);
     REQUIRE(c->rates.size() == 2);
@@ -121,6 +121,26 @@ TEST_CASE("errors name the file, the line and the key") {
           std::string::npos);
     CHECK(error_of("mode = \"zero\"\n").find("unknown section") != std::string::npos);
     CHECK(error_of("[prefill\n").find("/etc/prewarmd/prewarmd.toml:1:") == 0);
+}
+
+TEST_CASE("the jobs' buffers have one budget: the file may not exceed it, the unit stays above") {
+    CHECK(buffer_budget_bytes == 256ULL << 20);
+    CHECK(parse_config("[prefill]\nmax_parallel = 8\nqueue_depth = 8\n", "f").ok()); // 256 MiB
+    CHECK(error_of("[prefill]\nmax_parallel = 16\nqueue_depth = 8\n") ==
+          "/etc/prewarmd/prewarmd.toml: [prefill] max_parallel, queue_depth, chunk: 16 jobs x 8 "
+          "chunks x 4.00 MiB = 512.0 MiB of buffers, over the 256.0 MiB budget");
+    CHECK_FALSE(parse_config("[prefill]\nqueue_depth = 8\nchunk = \"64MiB\"\n", "f").ok());
+    CHECK(example_config().find("max_parallel x queue_depth x chunk is\n# 256MiB at most") !=
+          std::string::npos);
+    // The unit's MemoryMax: the budget, the daemon idle (24 MiB) and 2 MiB for each of
+    // 64 running jobs, with room to spare (docs/daemon.md, "Memory").
+    std::ifstream in(std::string(PREWARMD_SOURCE_DIR) + "/systemd/prewarmd.service");
+    std::string line, memory_max;
+    while (std::getline(in, line))
+        if (line.rfind("MemoryMax=", 0) == 0)
+            memory_max = line.substr(10);
+    REQUIRE(memory_max == "512M");
+    CHECK((512ULL << 20) > buffer_budget_bytes + (24ULL << 20) + 64 * (2ULL << 20));
 }
 
 TEST_CASE("a missing file: an error when named, the defaults at the default path") {

@@ -61,6 +61,12 @@ TEST_CASE("the chunk size is a multiple of the backend block and the optimal I/O
           std::string::npos);
 }
 
+TEST_CASE("a chunk grown for the device takes fewer in flight: the buffers stay as set") {
+    CHECK(fit_queue_depth(8, 4 * MiB, 4 * MiB) == 8);
+    CHECK(fit_queue_depth(8, 4 * MiB, 6 * MiB) == 5);  // 30 MiB, within 32 MiB
+    CHECK(fit_queue_depth(2, 4 * MiB, 64 * MiB) == 0); // one chunk alone is more: refused
+}
+
 TEST_CASE("the plan cuts regions at chunk multiples and skips what is done") {
     RangeSet regions;
     regions.add(0, 10 * MiB + 512);

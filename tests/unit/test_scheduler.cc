@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/atomic_file.hh"
+#include "control/refusal.hh"
 #include "discovery/identity.hh"
 #include "scheduler/scheduler.hh"
 #include "temp_dir.hh"
@@ -134,8 +135,12 @@ struct Harness {
         hooks.log = [this](bool, const std::string& line) { log.push_back(line); };
         scheduler.emplace(config, *state, host, std::move(hooks));
     }
-    // Every test: no change the state table forbids.
-    ~Harness() { CHECK(scheduler->illegal_transitions() == 0); }
+    // Every test: no change the state table forbids. The scheduler goes first: its
+    // shutdown logs into `log`.
+    ~Harness() {
+        CHECK(scheduler->illegal_transitions() == 0);
+        scheduler.reset();
+    }
     DiskState state_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->state; }
     std::string reason_of(const DiskInfo& d) { return scheduler->disk(disk_identity(d))->reason; }
     void quiet(const DiskInfo& d) {
@@ -434,6 +439,93 @@ TEST_CASE("at most max_parallel jobs; the rest queue in order, asked-for jobs fi
     h.host.jobs["xvdc"]->finish(JobStatus::warm);
     h.scheduler->reap();
     CHECK(h.host.jobs.count("xvdd"));
+}
+
+TEST_CASE("a setting or a start whose buffers would exceed the budget is refused, nothing changed") {
+    Harness h("max_parallel = 2\n"); // 2 x 8 x 4 MiB
+    SettingsChange more;
+    more.max_parallel = 16;
+    more.total_rate_bytes_per_s = 1;
+    const auto refused = h.scheduler->change(more);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refusal_of(refused.error()) == Refusal::over_budget);
+    CHECK(refused.error().message ==
+          "max_parallel 16: 16 jobs x 8 chunks x 4.00 MiB = 512.0 MiB of buffers, over the 256.0 MiB budget");
+    CHECK(h.scheduler->config().max_parallel == 2);
+    CHECK(h.scheduler->config().total_rate_bytes_per_s != 1);
+    more.max_parallel = 8;
+    CHECK(h.scheduler->change(more).ok());
+    CHECK(h.scheduler->config().max_parallel == 8);
+
+    const auto disk = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(disk);
+    StartRequest deep;
+    deep.queue_depth = 16; // 8 x 16 x 4 MiB
+    const auto start = h.scheduler->start(disk_identity(disk), deep);
+    REQUIRE_FALSE(start.ok());
+    CHECK(refusal_of(start.error()) == Refusal::over_budget);
+    CHECK_FALSE(h.host.jobs.count("xvdb"));
+    SettingsChange fewer;
+    fewer.max_parallel = 4;
+    REQUIRE(h.scheduler->change(fewer).ok());
+    REQUIRE(h.scheduler->start(disk_identity(disk), deep).ok()); // 4 x 16 x 4 MiB
+    // That disk may run at depth 16: more jobs at once would exceed the budget.
+    more.max_parallel = 5;
+    CHECK(refusal_of(h.scheduler->change(more).error()) == Refusal::over_budget);
+}
+
+TEST_CASE("an answer is true to the record: a command whose record cannot be saved says so") {
+    Harness h;
+    const auto xvdb = xen_disk("xvdb", 51728);
+    const auto id = disk_identity(xvdb);
+    h.scheduler->on_attached(xvdb);
+    h.quiet(xvdb);
+    REQUIRE(h.state_of(xvdb) == DiskState::running);
+    const auto jobs = h.state->path() + "/jobs";
+    std::filesystem::rename(jobs, jobs + ".away"); // no record can be written now
+    const auto not_recorded = [](const Result<void>& r) {
+        return !r.ok() && refusal_of(r.error()) == Refusal::not_recorded;
+    };
+    CHECK(not_recorded(h.scheduler->pause(id)));
+    CHECK(h.state_of(xvdb) == DiskState::paused); // in force all the same
+    CHECK(not_recorded(h.scheduler->resume(id)));
+    CHECK(h.state_of(xvdb) == DiskState::running);
+    const auto cancel = h.scheduler->cancel(id);
+    REQUIRE(not_recorded(cancel));
+    CHECK(cancel.error().message.find("is being cancelled, but its record could not be saved") !=
+          std::string::npos);
+    // Room again: the record says cancelled while the job is still ending (not
+    // reaped), so that a restart meanwhile does not take it up.
+    std::filesystem::rename(jobs + ".away", jobs);
+    h.scheduler->retry_saves();
+    CHECK(h.state_of(xvdb) == DiskState::running);
+    auto records = h.state->load().records;
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].state == "cancelled");
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdb) == DiskState::cancelled);
+    CHECK(h.state->load().records[0].state == "cancelled");
+}
+
+TEST_CASE("a running job's cancel and release are recorded before the answer") {
+    Harness h("max_parallel = 2\n");
+    const auto xvdb = xen_disk("xvdb", 51728), xvdc = xen_disk("xvdc", 51744);
+    for (const auto& d : {xvdb, xvdc}) {
+        h.scheduler->on_attached(d);
+        h.quiet(d);
+        REQUIRE(h.state_of(d) == DiskState::running);
+    }
+    REQUIRE(h.scheduler->cancel(disk_identity(xvdb)).ok());
+    REQUIRE(h.scheduler->release(disk_identity(xvdc)).ok());
+    std::map<std::string, std::string> recorded;
+    for (const auto& r : h.state->load().records)
+        recorded[r.name] = r.state;
+    CHECK(recorded["xvdb"] == "cancelled");
+    CHECK(recorded["xvdc"] == "released");
+    CHECK(h.state_of(xvdb) == DiskState::running); // until the job's end is reaped
+    h.scheduler->reap();
+    CHECK(h.state_of(xvdb) == DiskState::cancelled);
+    CHECK(h.state_of(xvdc) == DiskState::released);
 }
 
 TEST_CASE("running jobs share the total rate; a disk's own rate is its own") {
