@@ -47,6 +47,7 @@ struct Scheduler::Entry {
     uint64_t order = 0;         // in the queue
     std::unique_ptr<RunningJob> job;
     std::optional<Stopping> stopping; // set while the scheduler stops the job
+    std::optional<DiskInfo> back;     // attached again while its old job ends
     ProgressSnapshot last;
     ProbeFigures probe;   // from the record, or the job's
     bool probing = false; // a probe asked for runs: no job starts meanwhile
@@ -403,6 +404,15 @@ void SettingsChange::set(const Field& field, const FieldValue& value) {
 }
 
 void Scheduler::on_attached(const DiskInfo& disk) {
+    if (auto* old = find(disk_identity(disk)); old && old->job) {
+        if (old->attached)
+            return; // told again (a coldplug, `udevadm trigger`): its job goes on
+        // Back before its old job has ended: judged once it has, so that the job's
+        // end is not taken for what came back, and the volumes can be compared.
+        log(false, *old, "attached again while its job ends: judged once it has");
+        old->back = disk;
+        return;
+    }
     auto& e = entry_for(disk);
     e.attached = true;
     if (!e.first_seen_unix)
@@ -655,6 +665,7 @@ void Scheduler::on_detached(const DiskInfo& disk) {
     if (!e)
         return;
     e->attached = false;
+    e->back.reset();
     const auto identity = e->identity;
     if (e->grace_watched && m_hooks.forget_grace)
         m_hooks.forget_grace(e->identity);
@@ -667,6 +678,14 @@ void Scheduler::on_detached(const DiskInfo& disk) {
     // Last: a disk forgotten above is gone from disks() by now.
     if (m_hooks.changed)
         m_hooks.changed("removed", identity);
+}
+
+// A disk attached again while its old job was ending: judged now, as any attach.
+void Scheduler::attach_back(Entry& e) {
+    if (!e.back || m_shutting_down)
+        return;
+    const auto disk = *std::exchange(e.back, std::nullopt);
+    on_attached(disk); // may replace `e` (another volume in its slot)
 }
 
 // A detached disk without a job: recorded ones stay known, the others are forgotten.
@@ -800,6 +819,7 @@ void Scheduler::reap() {
         if (!e.job || !e.job->finished())
             continue;
         job_ended(e);
+        attach_back(e);
         any = true;
     }
     if (any)
@@ -968,8 +988,10 @@ void Scheduler::hold(const std::string& why) {
         if (e->job)
             stop_job(*e, {Stopping::Why::hold, why});
     for (auto& [id, e] : m_entries)
-        if (e->job)
+        if (e->job) {
             job_ended(*e);
+            attach_back(*e);
+        }
 }
 
 void Scheduler::release_hold() {

@@ -188,6 +188,7 @@ private:
     void watch_discards(Entry& entry);
     void warm_again(Entry& entry, uint64_t discarded);
     void forget_detached(Entry& entry);
+    void attach_back(Entry& entry);
     void schedule();
     void rebalance();
     void stop_job(Entry& entry, Stopping stopping);

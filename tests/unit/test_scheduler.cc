@@ -653,6 +653,49 @@ TEST_CASE("what comes back in a detached disk's place is judged afresh: its job 
     CHECK(h.host.jobs.empty());
 }
 
+TEST_CASE("attached again before its old job is reaped: judged once it is, volumes compared") {
+    Harness h("auto_prefill = \"never\"\n");
+    auto first = xen_disk("xvdb", 51728);
+    first.volume = "params=/var/lib/xen/a.raw";
+    h.scheduler->on_attached(first);
+    REQUIRE(h.scheduler->start(disk_identity(first), {}).ok());
+    REQUIRE(h.host.jobs.count("xvdb"));
+    const auto checkpoint = h.host.specs["xvdb"].options.checkpoint_path;
+    std::ofstream(checkpoint) << "progress of a.raw";
+    h.scheduler->on_detached(first); // the job is told to stop, not yet reaped
+
+    SUBCASE("the same volume: its job goes on after the grace") {
+        h.scheduler->on_attached(first);
+        CHECK(h.state_of(first) == DiskState::running); // the old job's, until reaped
+        h.scheduler->reap();
+        CHECK(h.state_of(first) == DiskState::waiting);
+        CHECK(std::filesystem::exists(checkpoint));
+        h.host.jobs.clear();
+        h.quiet(first);
+        CHECK(h.state_of(first) == DiskState::running);
+        CHECK(h.host.jobs.count("xvdb"));
+    }
+    SUBCASE("another volume: judged as a disk never seen, the checkpoint dropped") {
+        auto other = first;
+        other.volume = "params=/var/lib/xen/b.raw";
+        h.scheduler->on_attached(other);
+        h.scheduler->reap();
+        CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
+            return l.find("another volume in its slot (params=/var/lib/xen/b.raw") !=
+                   std::string::npos;
+        }));
+        CHECK_FALSE(std::filesystem::exists(checkpoint));
+        CHECK(h.state_of(other) == DiskState::discovered);
+        CHECK_FALSE(h.scheduler->disk(disk_identity(other))->requested);
+    }
+    SUBCASE("detached again before the reap: nothing came back") {
+        h.scheduler->on_attached(first);
+        h.scheduler->on_detached(first);
+        h.scheduler->reap();
+        CHECK(h.state_of(first) == DiskState::detached);
+    }
+}
+
 TEST_CASE("another volume in a detached disk's slot: its record, checkpoint and request dropped") {
     Harness h("auto_prefill = \"never\"\n"); // a job only when asked for
     auto first = xen_disk("xvdb", 51728);
