@@ -13,7 +13,10 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <openssl/err.h>
 
@@ -38,9 +41,46 @@ std::pair<std::string, int> address_text(const sockaddr_storage& a) {
     return {"", 0};
 }
 
+// An address as /proc/net/tcp and tcp6 print it: each 32-bit word of the address
+// as the machine holds it, in hex, then the port.
+std::string proc_net_address(const sockaddr_storage& a) {
+    char text[48] = {};
+    if (a.ss_family == AF_INET) {
+        const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
+        std::snprintf(text, sizeof text, "%08X:%04X", v4.sin_addr.s_addr, ntohs(v4.sin_port));
+        return text;
+    }
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
+    uint32_t words[4];
+    std::memcpy(words, &v6.sin6_addr, sizeof words);
+    std::snprintf(text, sizeof text, "%08X%08X%08X%08X:%04X", words[0], words[1], words[2],
+                  words[3], ntohs(v6.sin6_port));
+    return text;
+}
+
+// The owner of the client's socket from /proc/net/tcp (or tcp6), where the kernel's
+// socket table cannot be asked over netlink: the line whose local address is our
+// peer and whose remote one is us.
+std::optional<uid_t> proc_net_peer_uid(const sockaddr_storage& peer,
+                                       const sockaddr_storage& local) {
+    std::ifstream table(peer.ss_family == AF_INET ? "/proc/net/tcp" : "/proc/net/tcp6");
+    const auto client = proc_net_address(peer), server = proc_net_address(local);
+    std::string line;
+    std::getline(table, line); // the header
+    while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, from, to, state, queues, timer, retransmits;
+        uid_t uid = 0;
+        if (fields >> slot >> from >> to >> state >> queues >> timer >> retransmits >> uid &&
+            from == client && to == server)
+            return uid;
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
-std::optional<uid_t> loopback_peer_uid(int fd) {
+std::optional<uid_t> loopback_peer_uid(int fd, std::string& netlink_error) {
     sockaddr_storage peer{}, local{};
     socklen_t peer_length = sizeof peer, local_length = sizeof local;
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) < 0 ||
@@ -77,12 +117,20 @@ std::optional<uid_t> loopback_peer_uid(int fd) {
         std::memcpy(id.idiag_dst, &l.sin6_addr, sizeof l.sin6_addr);
     }
     id.idiag_cookie[0] = id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    const auto cannot_ask = [&](const char* what) {
+        netlink_error = std::string("NETLINK_SOCK_DIAG: ") + what + ": " + std::strerror(errno);
+        return proc_net_peer_uid(peer, local);
+    };
     UniqueFd netlink(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-    if (!netlink || ::send(netlink.get(), &message, sizeof message, 0) < 0)
-        return std::nullopt;
+    if (!netlink)
+        return cannot_ask("socket");
+    if (::send(netlink.get(), &message, sizeof message, 0) < 0)
+        return cannot_ask("send");
     pollfd p{netlink.get(), POLLIN, 0};
-    if (::poll(&p, 1, 1000) != 1)
-        return std::nullopt;
+    if (::poll(&p, 1, 1000) != 1) {
+        errno = errno ? errno : ETIMEDOUT;
+        return cannot_ask("no answer in 1 s");
+    }
     alignas(nlmsghdr) std::array<char, 8192> answer{};
     const ssize_t n = ::recv(netlink.get(), answer.data(), answer.size(), 0);
     if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(inet_diag_msg))))
@@ -115,7 +163,7 @@ Peer identify_peer(int fd, WayIn way) {
     ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length);
     const auto ip = address_text(address).first;
     if (way == WayIn::loopback)
-        if (const auto uid = loopback_peer_uid(fd)) {
+        if (const auto uid = loopback_peer_uid(fd, peer.lookup_error)) {
             peer.key = "uid:" + std::to_string(*uid);
             peer.name = "uid " + std::to_string(*uid) + " (" + ip + ")";
             return peer;

@@ -42,6 +42,7 @@ struct Peer {
     std::string name; // for the log: "uid 1000", "10.0.0.5"
     std::optional<Credentials> credentials; // the unix socket's, fixed when it connected
     pid_t pid = 0;                          // the unix socket's
+    std::string lookup_error; // loopback: why the kernel's socket table could not be asked
 };
 
 // The peer of the accepted socket `fd` that came in by `way`.
@@ -49,8 +50,9 @@ Peer identify_peer(int fd, WayIn way);
 
 // The owner of the client's socket of the loopback TCP connection `fd`, from the
 // kernel's socket table (NETLINK_SOCK_DIAG, one exact lookup): the uid of whoever
-// made that socket, which no header and no port number can pretend.
-std::optional<uid_t> loopback_peer_uid(int fd);
+// made that socket, which no header and no port number can pretend. Where netlink
+// cannot be asked (`netlink_error` says why), /proc/net/tcp and tcp6 say the same.
+std::optional<uid_t> loopback_peer_uid(int fd, std::string& netlink_error);
 
 // How many connections and event streams each peer holds, across the listeners.
 class PeerBudget {

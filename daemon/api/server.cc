@@ -143,7 +143,7 @@ struct Listener {
 struct ApiServer::Impl {
     Impl(ApiRouter& r, EventBus& e, Log l, unsigned rate, unsigned connections)
         : router(r), events(e), log(std::move(l)), limiter(rate), machine_name(host_name()),
-          max_connections(connections), budget(std::max(2u, connections / 4), 2) {}
+          max_connections(connections), budget(std::max(1u, connections / 4), 2) {}
 
     static std::string host_name() {
         char name[256] = {};
@@ -162,11 +162,13 @@ struct ApiServer::Impl {
     RefusalLog refusals;
     const unsigned max_connections; // workers per listener
     ConnectionLimits limits;
-    // Per peer, across the listeners: a quarter of a listener's workers (2 at
-    // least), and two event streams, so that one local user cannot take them all.
+    // Per peer, across the listeners: a quarter of a listener's workers (1 at
+    // least: at max_connections 2 to 7, 2 would be half of them or all), and two
+    // event streams, so that one local user cannot take them all.
     PeerBudget budget;
     std::atomic<int> streams{0};
     std::atomic<bool> stopping{false};
+    std::atomic<bool> lookup_error_said{false}; // the socket table could not be asked
     std::string socket_path;
     std::vector<std::unique_ptr<Listener>> listeners;
 
@@ -431,6 +433,9 @@ private:
                                             " are busy and as many wait: try again");
         } else {
             const Peer peer = identify_peer(sock, m_listener.way);
+            if (!peer.lookup_error.empty() && !m_impl.lookup_error_said.exchange(true))
+                m_impl.log(true, "api: " + peer.lookup_error + ": loopback clients are told " +
+                                     "apart by /proc/net/tcp instead (said once)");
             if (m_impl.budget.enter(peer.key)) {
                 serve(sock, peer);
                 m_impl.budget.leave(peer.key);

@@ -1,9 +1,9 @@
-# An accept that fails (ENOBUFS, once: tests/tools/accept_fault.cc) does not end a
+# An accept that fails (ENOBUFS, once: tests/tools/net_fault.cc) does not end a
 # listener. cpp-httplib then closes the socket it accepts on; the daemon gave it
 # a copy of its own, and listens again 1 s later: the request made meanwhile is
 # answered, and so are those after, over TCP and over the unix socket alike.
 source "$(dirname "$0")/lib.sh"
-lib=$PREWARMD_BIN/libaccept_fault.so
+lib=$PREWARMD_BIN/libnet_fault.so
 [[ -f $lib ]] || fail "no $lib (the build makes it)"
 
 api_config
