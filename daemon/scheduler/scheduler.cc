@@ -133,14 +133,18 @@ const Scheduler::Entry* Scheduler::find(const std::string& identity) const {
 Scheduler::Entry& Scheduler::entry_for(const DiskInfo& disk) {
     const auto identity = disk_identity(disk);
     auto& slot = m_entries[identity];
-    // Another volume in the slot (where the backend tells them apart): nothing of
-    // the one before applies to it, not its job, its checkpoint or its request.
-    if (slot && !slot->job && !slot->volume.empty() && !disk.volume.empty() &&
-        slot->volume != disk.volume) {
+    // Another volume in the slot (where the backend tells them apart), or one that
+    // cannot be told now where the record knew it: nothing of the one before
+    // applies to it, not its job, its checkpoint or its request.
+    if (slot && !slot->job && !slot->volume.empty() && slot->volume != disk.volume) {
         if (m_hooks.log)
-            m_hooks.log(false, identity + " (" + disk.name + "): another volume in its slot (" +
-                                   disk.volume + ", not " + slot->volume +
-                                   "): its record and checkpoint are dropped, it is judged anew");
+            m_hooks.log(false, identity + " (" + disk.name + "): " +
+                                   (disk.volume.empty()
+                                        ? "its volume cannot be read now (its record's: " +
+                                              slot->volume + ")"
+                                        : "another volume in its slot (" + disk.volume +
+                                              ", not " + slot->volume + ")") +
+                                   ": its record and checkpoint are dropped, it is judged anew");
         if (slot->has_record)
             m_state.forget(identity);
         slot.reset();

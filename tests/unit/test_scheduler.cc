@@ -735,12 +735,17 @@ TEST_CASE("another volume in a detached disk's slot: its record, checkpoint and 
         REQUIRE(records.size() == 1);
         CHECK(records[0].volume == "params=/var/lib/xen/b.raw");
     }
-    SUBCASE("a backend that does not say: as before, its job goes on after the grace") {
+    SUBCASE("a volume that cannot be read now: judged anew, the checkpoint dropped") {
         auto unknown = first;
         unknown.volume.clear();
         h.scheduler->on_attached(unknown);
-        CHECK(h.state_of(unknown) == DiskState::waiting);
-        CHECK(std::filesystem::exists(checkpoint));
+        CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
+            return l.find("(xvdb): its volume cannot be read now (its record's: "
+                          "params=/var/lib/xen/a.raw)") != std::string::npos;
+        }));
+        CHECK_FALSE(std::filesystem::exists(checkpoint));
+        CHECK(h.state_of(unknown) == DiskState::discovered); // auto_prefill never
+        CHECK_FALSE(h.scheduler->disk(disk_identity(unknown))->requested);
     }
 }
 
