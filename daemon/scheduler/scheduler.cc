@@ -1009,21 +1009,21 @@ void Scheduler::release_hold() {
     schedule();
 }
 
-// The deepest queue a job here may have: the file's, or one a start asked for.
-unsigned Scheduler::deepest_queue() const {
-    unsigned depth = m_config.queue_depth;
+std::string Scheduler::over_budget(const Config& config) const {
+    unsigned depth = config.queue_depth; // or one a start asked for
     for (const auto& [id, e] : m_entries)
         depth = std::max(depth, e->asked.queue_depth.value_or(0));
-    return depth;
+    return over_buffer_budget(config.max_parallel, depth, config.chunk_bytes);
 }
 
 Result<void> Scheduler::change(const SettingsChange& c) {
-    if (c.max_parallel)
-        if (const auto over =
-                over_buffer_budget(*c.max_parallel, deepest_queue(), m_config.chunk_bytes);
-            !over.empty())
+    if (c.max_parallel) {
+        Config changed = m_config;
+        changed.max_parallel = *c.max_parallel;
+        if (const auto over = over_budget(changed); !over.empty())
             return refuse(Refusal::over_budget,
                           "max_parallel " + std::to_string(*c.max_parallel) + ": " + over);
+    }
     if (c.total_rate_bytes_per_s)
         set_total_rate(*c.total_rate_bytes_per_s);
     if (c.max_parallel)

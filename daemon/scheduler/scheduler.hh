@@ -133,6 +133,9 @@ public:
     // Settings changed over the API or D-Bus, until the next reload: all or none;
     // over_budget where the jobs' buffers would exceed buffer_budget_bytes.
     Result<void> change(const SettingsChange& change);
+    // "" when `config`'s jobs, at the deepest queue a start here asked for, fit the
+    // buffer budget; else why not (a reload is refused on it).
+    std::string over_budget(const Config& config) const;
     void set_total_rate(uint64_t rate_bytes_per_s);
     // Adaptive mode: every running job's rate times `factor` (0 holds them, 1 is as
     // configured); `reference` stands for total_rate when that is unlimited; `why`
@@ -215,7 +218,6 @@ private:
     JobSpec spec_for(const Entry& entry) const;
     std::optional<uint64_t> override_rate(const Entry& entry) const;
     unsigned running_jobs() const;
-    unsigned deepest_queue() const;
     Result<void> recorded(const Entry& entry, const std::string& what) const;
     void log(bool warning, const Entry& entry, const std::string& message) const;
 

@@ -463,6 +463,10 @@ void Service::reload() {
     if (fresh)
         if (auto valid = check_config(*fresh); !valid)
             fresh = valid.error();
+    if (fresh)
+        if (const auto over = m_scheduler->over_budget(*fresh); !over.empty())
+            fresh = Error{-E2BIG, "[prefill] max_parallel, queue_depth, chunk with the queue "
+                                  "depths starts asked for: " + over};
     if (!fresh) {
         log_error("reload: " + fresh.error().message + "; keeping the settings in force");
         sd_notify(0, "READY=1");

@@ -469,9 +469,16 @@ TEST_CASE("a setting or a start whose buffers would exceed the budget is refused
     fewer.max_parallel = 4;
     REQUIRE(h.scheduler->change(fewer).ok());
     REQUIRE(h.scheduler->start(disk_identity(disk), deep).ok()); // 4 x 16 x 4 MiB
-    // That disk may run at depth 16: more jobs at once would exceed the budget.
+    // That disk may run at depth 16: more jobs at once would exceed the budget, and
+    // so would a file a reload brings that fits alone.
     more.max_parallel = 5;
     CHECK(refusal_of(h.scheduler->change(more).error()) == Refusal::over_budget);
+    Config reloaded = h.scheduler->config();
+    reloaded.max_parallel = 8;
+    CHECK(over_buffer_budget(reloaded.max_parallel, reloaded.queue_depth, reloaded.chunk_bytes)
+              .empty());
+    CHECK(h.scheduler->over_budget(reloaded) ==
+          "8 jobs x 16 chunks x 4.00 MiB = 512.0 MiB of buffers, over the 256.0 MiB budget");
 }
 
 TEST_CASE("an answer is true to the record: a command whose record cannot be saved says so") {
