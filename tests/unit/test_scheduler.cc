@@ -146,12 +146,16 @@ struct Harness {
     void quiet(const DiskInfo& d) {
         scheduler->on_grace(disk_identity(d), false, "quiet for 30 s");
     }
-    // Attached, quiet for the grace, its job run and ended warm.
-    void warm_up(const DiskInfo& d) {
+    // Attached and quiet for the grace: its job runs.
+    void run(const DiskInfo& d) {
         scheduler->on_attached(d);
         if (state_of(d) == DiskState::waiting)
             quiet(d);
         REQUIRE(state_of(d) == DiskState::running);
+    }
+    // Its job run and ended warm.
+    void warm_up(const DiskInfo& d) {
+        run(d);
         host.jobs[d.name]->finish(JobStatus::warm);
         scheduler->reap();
         REQUIRE(state_of(d) == DiskState::warm);
@@ -485,9 +489,7 @@ TEST_CASE("an answer is true to the record: a command whose record cannot be sav
     Harness h;
     const auto xvdb = xen_disk("xvdb", 51728);
     const auto id = disk_identity(xvdb);
-    h.scheduler->on_attached(xvdb);
-    h.quiet(xvdb);
-    REQUIRE(h.state_of(xvdb) == DiskState::running);
+    h.run(xvdb);
     const auto jobs = h.state->path() + "/jobs";
     std::filesystem::rename(jobs, jobs + ".away"); // no record can be written now
     const auto not_recorded = [](const Result<void>& r) {
@@ -517,11 +519,8 @@ TEST_CASE("an answer is true to the record: a command whose record cannot be sav
 TEST_CASE("a running job's cancel and release are recorded before the answer") {
     Harness h("max_parallel = 2\n");
     const auto xvdb = xen_disk("xvdb", 51728), xvdc = xen_disk("xvdc", 51744);
-    for (const auto& d : {xvdb, xvdc}) {
-        h.scheduler->on_attached(d);
-        h.quiet(d);
-        REQUIRE(h.state_of(d) == DiskState::running);
-    }
+    h.run(xvdb);
+    h.run(xvdc);
     REQUIRE(h.scheduler->cancel(disk_identity(xvdb)).ok());
     REQUIRE(h.scheduler->release(disk_identity(xvdc)).ok());
     std::map<std::string, std::string> recorded;
@@ -660,16 +659,32 @@ TEST_CASE("what comes back in a detached disk's place is judged afresh: its job 
     CHECK(h.host.jobs.empty());
 }
 
-TEST_CASE("attached again before its old job is reaped: judged once it is, volumes compared") {
-    Harness h("auto_prefill = \"never\"\n");
-    auto first = xen_disk("xvdb", 51728);
-    first.volume = "params=/var/lib/xen/a.raw";
+namespace {
+
+// xvdb, the volume a.raw, its job asked for (auto_prefill never) and its checkpoint
+// written, then detached: the job told to stop, not yet reaped. The checkpoint's path.
+std::string asked_then_detached(Harness& h, const DiskInfo& first) {
     h.scheduler->on_attached(first);
     REQUIRE(h.scheduler->start(disk_identity(first), {}).ok());
     REQUIRE(h.host.jobs.count("xvdb"));
     const auto checkpoint = h.host.specs["xvdb"].options.checkpoint_path;
     std::ofstream(checkpoint) << "progress of a.raw";
-    h.scheduler->on_detached(first); // the job is told to stop, not yet reaped
+    h.scheduler->on_detached(first);
+    return checkpoint;
+}
+
+DiskInfo volume_a() {
+    auto first = xen_disk("xvdb", 51728);
+    first.volume = "params=/var/lib/xen/a.raw";
+    return first;
+}
+
+} // namespace
+
+TEST_CASE("attached again before its old job is reaped: judged once it is, volumes compared") {
+    Harness h("auto_prefill = \"never\"\n");
+    const auto first = volume_a();
+    const auto checkpoint = asked_then_detached(h, first);
 
     SUBCASE("the same volume: its job goes on after the grace") {
         h.scheduler->on_attached(first);
@@ -705,14 +720,8 @@ TEST_CASE("attached again before its old job is reaped: judged once it is, volum
 
 TEST_CASE("another volume in a detached disk's slot: its record, checkpoint and request dropped") {
     Harness h("auto_prefill = \"never\"\n"); // a job only when asked for
-    auto first = xen_disk("xvdb", 51728);
-    first.volume = "params=/var/lib/xen/a.raw";
-    h.scheduler->on_attached(first);
-    REQUIRE(h.scheduler->start(disk_identity(first), {}).ok());
-    REQUIRE(h.host.jobs.count("xvdb"));
-    const auto checkpoint = h.host.specs["xvdb"].options.checkpoint_path;
-    std::ofstream(checkpoint) << "progress of a.raw";
-    h.scheduler->on_detached(first);
+    const auto first = volume_a();
+    const auto checkpoint = asked_then_detached(h, first);
     h.scheduler->reap();
     REQUIRE(h.state_of(first) == DiskState::detached);
     h.host.jobs.clear();
