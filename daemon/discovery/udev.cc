@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <charconv>
 
-#include "discovery/xenstore.hh"
-
 namespace prewarmd {
 namespace {
 
@@ -74,8 +72,7 @@ DiskInfo disk_info(udev_device* device) {
             if (const char* value = udev_device_get_sysattr_value(parent, attribute))
                 d.parent_attributes[attribute] = value;
     }
-    d.volume = xen_volume(d);
-    return d;
+    return d; // its volume: discovery/volume_reader.hh
 }
 
 Result<Udev> Udev::open() {

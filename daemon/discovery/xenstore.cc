@@ -59,12 +59,15 @@ std::optional<std::string> xenstore_read(const std::string& path) {
     return reply.substr(sizeof answer, answer.len);
 }
 
+bool names_xen_volume(const DiskInfo& disk) {
+    return disk.parent_subsystem == "xen" &&
+           disk.parent_attribute("nodename").rfind("device/vbd/", 0) == 0; // device/vbd/51728
+}
+
 std::string xen_volume(const DiskInfo& disk) {
-    if (disk.parent_subsystem != "xen")
+    if (!names_xen_volume(disk))
         return "";
-    const auto frontend = disk.parent_attribute("nodename"); // device/vbd/51728
-    if (frontend.rfind("device/vbd/", 0) != 0)
-        return "";
+    const auto frontend = disk.parent_attribute("nodename");
     const auto backend = xenstore_read(frontend + "/backend");
     if (!backend || backend->empty())
         return "";

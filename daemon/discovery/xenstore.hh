@@ -21,5 +21,7 @@ std::optional<std::string> xenstore_read(const std::string& path);
 // where XAPI writes sm-data/vdi-uuid; from the backend that the frontend's
 // `backend` names. "" for any other disk, or where xenstore cannot be read.
 std::string xen_volume(const DiskInfo& disk);
+// Whether xen_volume asks xenstore for this disk: a disk on the xen bus, a vbd.
+bool names_xen_volume(const DiskInfo& disk);
 
 } // namespace prewarmd

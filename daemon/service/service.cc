@@ -11,6 +11,9 @@
 #include <atomic>
 #include <cerrno>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +33,8 @@
 #include "discovery/identity.hh"
 #include "discovery/tracker.hh"
 #include "discovery/udev.hh"
+#include "discovery/volume_reader.hh"
+#include "discovery/xenstore.hh"
 #include "safety/filesystem.hh"
 #include "safety/grace.hh"
 #include "scheduler/adaptive.hh"
@@ -43,6 +48,9 @@ namespace prewarmd {
 namespace {
 
 constexpr int exit_ok = 0, exit_failure = 1, exit_config = 2, exit_other_instance = 3;
+// A Xen disk's volume is read within this of its event (3 s more at most for the
+// reads), or the disk goes on with it unknown.
+constexpr auto volume_read_within = std::chrono::seconds(5);
 
 void drain(int fd) {
     uint64_t value;
@@ -92,6 +100,7 @@ private:
     Result<void> start_api();
 
     void settings_changed();
+    void attach(const DiskInfo& disk, std::function<void()> then = {});
     void on_udev();
     void on_mounts();
     void grace_outcomes();
@@ -122,6 +131,10 @@ private:
     std::unique_ptr<SystemWatch> m_system;
     std::unique_ptr<DbusApi> m_dbus;
     DiskTracker m_tracker;
+    std::optional<VolumeReader> m_volumes;
+    // Per device path, counted at each attach and detach: a volume read for an
+    // attach that another event has followed meanwhile is dropped.
+    std::map<std::string, uint64_t> m_attaches;
     UniqueFd m_signals;
     UniqueFd m_wake;
     UniqueFd m_mounts; // the system's mount table: readable (EPOLLPRI) when it changed
@@ -152,7 +165,9 @@ Result<void> Service::start() {
 }
 
 Result<void> Service::start_loop() {
-    return keep(m_loop, EventLoop::create());
+    if (auto loop = keep(m_loop, EventLoop::create()); !loop)
+        return loop;
+    return keep(m_dispatcher, Dispatcher::create(*m_loop));
 }
 
 Result<void> Service::start_signals() {
@@ -172,6 +187,9 @@ Result<void> Service::start_signals() {
 Result<void> Service::start_udev() {
     if (auto udev = keep(m_udev, Udev::open()); !udev)
         return udev;
+    m_volumes.emplace(
+        xen_volume, [this](std::function<void()> work) { m_dispatcher->post(std::move(work)); },
+        volume_read_within);
     return keep(m_monitor, UdevMonitor::open(*m_udev));
 }
 
@@ -326,17 +344,23 @@ void Service::on_mounts() {
     notify_status();
 }
 
+// Ready once every disk present at the start is known, its volume read or given up.
 Result<void> Service::enumerate() {
+    auto unknown = std::make_shared<size_t>(1);
+    auto known = [this, unknown] {
+        if (--*unknown == 0)
+            m_ready = true;
+    };
     for (const auto& disk : m_udev->disks())
-        for (const auto& update : m_tracker.on_uevent("present", disk))
-            m_scheduler->on_attached(update.disk);
-    m_ready = true;
+        for (const auto& update : m_tracker.on_uevent("present", disk)) {
+            ++*unknown;
+            attach(update.disk, known);
+        }
+    known();
     return {};
 }
 
 Result<void> Service::start_api() {
-    if (auto dispatcher = keep(m_dispatcher, Dispatcher::create(*m_loop)); !dispatcher)
-        return dispatcher;
     m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready, [this] { settings_changed(); });
     m_router.emplace(*m_backend);
     return keep(m_api, ApiServer::start(m_config, *m_router, m_events, log_line));
@@ -419,20 +443,45 @@ void Service::grace_outcomes() {
     notify_status();
 }
 
+// To the scheduler once its volume is known: a Xen disk's is read off the loop
+// (discovery/volume_reader.hh), any other has none.
+// `then` runs once the disk is with the scheduler, or dropped.
+void Service::attach(const DiskInfo& disk, std::function<void()> then) {
+    const auto attach = ++m_attaches[disk.devpath];
+    if (!names_xen_volume(disk)) {
+        m_scheduler->on_attached(disk);
+        if (then)
+            then();
+        return;
+    }
+    m_volumes->read(disk, [this, attach, then = std::move(then)](DiskInfo read) {
+        if (m_attaches[read.devpath] == attach) { // not detached, nor attached again, meanwhile
+            if (read.volume.empty())
+                log_info(disk_identity(read) + " (" + read.name +
+                         "): its volume cannot be read from xenstore");
+            m_scheduler->on_attached(read);
+            notify_status();
+        }
+        if (then)
+            then();
+    });
+}
+
 void Service::on_udev() {
     while (auto event = m_monitor->receive())
         for (const auto& update : m_tracker.on_uevent(event->action, event->disk)) {
             switch (update.event) {
             case DiskTracker::Event::attached:
-                m_scheduler->on_attached(update.disk);
+                attach(update.disk);
                 break;
             case DiskTracker::Event::detached:
+                ++m_attaches[update.disk.devpath];
                 m_scheduler->on_detached(update.disk);
                 break;
             case DiskTracker::Event::changed:
                 // A new size is a new identity: the disk as it was is gone.
                 log_info(disk_identity(update.disk) + " (" + update.disk.name + "): " + update.why);
-                m_scheduler->on_attached(update.disk);
+                attach(update.disk);
                 break;
             }
         }
@@ -508,6 +557,7 @@ void Service::notify_status() {
 
 // What refers to the scheduler goes first; the scheduler's own shutdown has run.
 Service::~Service() {
+    m_volumes.reset(); // its thread posts to the dispatcher
     m_api.reset();
     m_dbus.reset();
     m_system.reset();
