@@ -32,7 +32,7 @@ constexpr OptionSpec options[] = {
     {"json", 0, "", "print the API's JSON instead of text"},
     {"no-color", 0, "", "no colours (also when NO_COLOR is set or not on a terminal)"},
     {"mode", 0, "MODE", "start: zero, rewrite or read"},
-    {"rate", 0, "RATE", "start: the disk's own rate, e.g. 50MiB/s"},
+    {"rate", 0, "RATE", "start: the disk's own rate, e.g. 50MiB/s (unlimited or 0B/s: no limit)"},
     {"queue-depth", 0, "N", "start: writes in flight, 1 to 64"},
     {"timeout", 0, "DURATION", "wait: give up after this long, e.g. 30min (exit 7)"},
     {"interval", 0, "DURATION", "watch: how often to redraw (default 1s)"},

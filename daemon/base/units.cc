@@ -170,6 +170,12 @@ Result<uint64_t> parse_rate(std::string_view text) {
     return bytes;
 }
 
+Result<uint64_t> parse_rate_or_unlimited(std::string_view text) {
+    if (trim(text) == "unlimited")
+        return uint64_t{0};
+    return parse_rate(text);
+}
+
 Result<std::chrono::nanoseconds> parse_duration(std::string_view text) {
     const auto number = parse_number(trim(text));
     if (number && trim(number->rest).empty())

@@ -17,6 +17,8 @@ Result<uint64_t> parse_size(std::string_view text);
 
 // Bytes per second: a size followed by "/s" ("100MiB/s").
 Result<uint64_t> parse_rate(std::string_view text);
+// A rate, or "unlimited": 0, as a rate of 0 means wherever one is given.
+Result<uint64_t> parse_rate_or_unlimited(std::string_view text);
 
 // Units: ns, us, ms, s, min; a bare number is refused (no unit to guess).
 Result<std::chrono::nanoseconds> parse_duration(std::string_view text);

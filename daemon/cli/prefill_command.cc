@@ -34,7 +34,7 @@ constexpr OptionSpec prefill_options[] = {
     {"mode", 0, "MODE",
      "zero (default): write zeros over blocks that read all-zero;\n"
      "rewrite: write back what was read (clones); read: only read"},
-    {"rate", 0, "RATE", "at most this fast, e.g. 50MiB/s (default unlimited)"},
+    {"rate", 0, "RATE", "at most this fast, e.g. 50MiB/s; unlimited (default) or 0B/s: no limit"},
     {"burst", 0, "SIZE", "what the throttle lets through at once (default one chunk)"},
     {"queue-depth", 0, "N", "chunks in flight, 1 to 64 (default 8)"},
     {"chunk", 0, "SIZE", "chunk size (default 4MiB, grown to suit the device)"},
@@ -125,11 +125,9 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
         s.strategy = *strategy;
     }
     if (const auto text = args.value("rate")) {
-        auto rate = parse_rate(*text);
+        auto rate = parse_rate_or_unlimited(*text);
         if (!rate)
-            return bad("--rate: " + rate.error().message);
-        if (*rate == 0)
-            return bad("--rate: must be positive (leave it out for no limit)");
+            return bad("--rate: " + rate.error().message + " (or unlimited)");
         s.job.rate_bytes_per_s = *rate;
     }
     if (const auto text = args.value("queue-depth")) {

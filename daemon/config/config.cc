@@ -63,13 +63,9 @@ uint64_t size_value(std::string_view text, std::string& error) {
 }
 
 uint64_t rate_value(std::string_view text, std::string& error) {
-    if (text == "unlimited")
-        return 0;
-    const auto r = parse_rate(text);
+    const auto r = parse_rate_or_unlimited(text);
     if (!r)
         error = r.error().message + " (or \"unlimited\")";
-    else if (*r == 0)
-        error = "a rate of 0 would never finish: use \"unlimited\" for no limit";
     return r ? *r : 0;
 }
 
@@ -289,7 +285,9 @@ const std::vector<Option>& options() {
              return a.filesystem_reserve_percent == b.filesystem_reserve_percent;
          }},
         {"prefill", "total_rate", "\"200MiB/s\"",
-         "The rate all running jobs share, such as \"200MiB/s\", or \"unlimited\".", true,
+         "The rate all running jobs share, such as \"200MiB/s\"; \"unlimited\" or \"0B/s\": no "
+         "limit.",
+         true,
          [](const toml::node& n, Config& c) {
              return from_text(n, rate_value, c.total_rate_bytes_per_s, "200MiB/s");
          },
@@ -545,7 +543,8 @@ std::string example_config() {
         out += "#" + std::string(o.key) + " = " + std::string(o.default_toml) + "\n";
     }
     out += "\n[rates]\n\n"
-           "# A disk's own rate, outside the shared total_rate: \"RULE\" = \"RATE\".\n"
+           "# A disk's own rate, outside the shared total_rate: \"RULE\" = \"RATE\"\n"
+           "# (\"unlimited\" or \"0B/s\": no limit).\n"
            "#\"name:xvdb\" = \"50MiB/s\"\n";
     return out;
 }

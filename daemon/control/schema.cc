@@ -24,7 +24,7 @@ constexpr std::array<std::string_view, 2> auto_policies{"blank", "never"};
 
 constexpr std::array<Field, 3> start{{
     {"mode", "", "mode", Field::Kind::choice, "s", 0, 0, modes, "zero"},
-    {"rate_bytes_per_s", "", "rate", Field::Kind::rate, "t", 1, max_rate, {}, "50MiB/s"},
+    {"rate_bytes_per_s", "", "rate", Field::Kind::rate, "t", 0, max_rate, {}, "50MiB/s"},
     {"queue_depth", "", "queue-depth", Field::Kind::count, "u", 1, 64, {}, "8"},
 }};
 
@@ -111,9 +111,9 @@ Result<FieldValue> check_value(const Field& f, const FieldValue& value) {
     if (!n)
         return Error{-EDOM, name + " is an integer"};
     if (*n < f.min || *n > f.max)
-        return Error{-EINVAL,
-                     name + " is from " + std::to_string(f.min) + " to " + std::to_string(f.max) +
-                         (f.kind == Field::Kind::rate && f.min == 0 ? " (0: unlimited)" : "")};
+        return Error{-EINVAL, name + " is from " + std::to_string(f.min) + " to " +
+                                  std::to_string(f.max) +
+                                  (f.kind == Field::Kind::rate ? " (0: unlimited)" : "")};
     return value;
 }
 
@@ -128,12 +128,10 @@ Result<FieldValue> parse_field_text(const Field& f, std::string_view text) {
         return FieldValue(*n);
     }
     case Field::Kind::rate: {
-        if (text == "unlimited" && f.min == 0)
-            return FieldValue(uint64_t{0});
-        auto r = parse_rate(text);
-        if (!r || *r < f.min || *r > f.max)
+        auto r = parse_rate_or_unlimited(text);
+        if (!r || *r > f.max)
             return Error{-EINVAL, "expected a rate such as " + std::string(f.example) +
-                                      (f.min == 0 ? " (or \"unlimited\")" : "")};
+                                      " (or \"unlimited\")"};
         return FieldValue(*r);
     }
     }

@@ -37,7 +37,7 @@ struct Field {
     std::string_view cli;      // prewarmctl: "max-parallel" (set) or "queue-depth" (--option)
     Kind kind;
     std::string_view dbus_type;                // its D-Bus signature: "s", "u", "t"
-    uint64_t min = 0, max = 0;                 // count, rate (a rate of 0 is "unlimited")
+    uint64_t min = 0, max = 0;                 // count, rate (a rate's min is 0: unlimited)
     std::span<const std::string_view> choices; // choice
     std::string_view example;                  // for messages: "50MiB/s"
 };

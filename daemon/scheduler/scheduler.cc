@@ -96,8 +96,7 @@ Scheduler::Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks
         entry->reason = r.reason;
         entry->has_record = true;
         entry->requested = r.requested;
-        if (r.rate_bytes_per_s)
-            entry->asked.rate_bytes_per_s = r.rate_bytes_per_s;
+        entry->asked.rate_bytes_per_s = r.rate_bytes_per_s;
         entry->asked.mode = parse_mode(r.mode);
         entry->disk.name = r.name;
         entry->disk.size_bytes = r.size_bytes;
@@ -176,7 +175,7 @@ void Scheduler::save(Entry& e) {
     r.reason = asked_stop ? e.stopping->reason : e.reason;
     r.mode = std::string(to_string(e.asked.mode.value_or(m_config.mode)));
     r.requested = e.requested;
-    r.rate_bytes_per_s = e.asked.rate_bytes_per_s.value_or(0);
+    r.rate_bytes_per_s = e.asked.rate_bytes_per_s;
     r.name = e.disk.name;
     r.size_bytes = e.disk.size_bytes;
     const auto progress = e.job ? e.job->snapshot() : e.last;

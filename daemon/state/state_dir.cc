@@ -39,7 +39,12 @@ Result<JobRecord> parse_record(std::string_view text) {
         r.reason = j.at("reason").get<std::string>();
         r.mode = j.at("mode").get<std::string>();
         r.requested = j.at("requested").get<bool>();
-        r.rate_bytes_per_s = j.at("rate_bytes_per_s").get<uint64_t>();
+        // own_rate_bytes_per_s since a rate of 0 means unlimited; before, a
+        // rate_bytes_per_s of 0 meant none.
+        if (const auto own = j.find("own_rate_bytes_per_s"); own != j.end())
+            r.rate_bytes_per_s = own->get<uint64_t>();
+        else if (const auto rate = j.at("rate_bytes_per_s").get<uint64_t>())
+            r.rate_bytes_per_s = rate;
         r.name = j.at("name").get<std::string>();
         r.size_bytes = j.at("size_bytes").get<uint64_t>();
         r.done_bytes = j.at("done_bytes").get<uint64_t>();
@@ -102,13 +107,13 @@ std::string StateDir::checkpoint_path(const std::string& identity) const {
 }
 
 Result<void> StateDir::save(const JobRecord& r) const {
-    const nlohmann::json j = {
+    nlohmann::json j = {
         {"identity", r.identity},
         {"state", r.state},
         {"reason", r.reason},
         {"mode", r.mode},
         {"requested", r.requested},
-        {"rate_bytes_per_s", r.rate_bytes_per_s},
+        {"rate_bytes_per_s", r.rate_bytes_per_s.value_or(0)}, // what an older daemon reads
         {"name", r.name},
         {"size_bytes", r.size_bytes},
         {"done_bytes", r.done_bytes},
@@ -119,6 +124,8 @@ Result<void> StateDir::save(const JobRecord& r) const {
         {"probe", to_json(r.probe)},
         {"volume", r.volume},
     };
+    if (r.rate_bytes_per_s)
+        j["own_rate_bytes_per_s"] = *r.rate_bytes_per_s;
     const auto path = m_path + "/jobs/" + r.identity + ".json";
     const auto text = seal(record_kind, 1, json_text(j) + "\n");
     auto written = write_file_atomically(path, text);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,10 @@ struct JobRecord {
     std::string state; // the disk's state (the scheduler's to name and to check)
     std::string reason;
     std::string mode = "zero";
-    bool requested = false;        // asked for (API), not taken up by itself
-    uint64_t rate_bytes_per_s = 0; // its own rate when asked for one; 0: the shared budget
-    std::string name;              // as last seen: xvdb
+    bool requested = false; // asked for (API), not taken up by itself
+    // Its own rate when asked for one (0: unlimited), outside the shared budget.
+    std::optional<uint64_t> rate_bytes_per_s;
+    std::string name; // as last seen: xvdb
     uint64_t size_bytes = 0;
     uint64_t done_bytes = 0;
     uint64_t written_bytes = 0;

@@ -3,7 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/units.hh"
 #include "config/config.hh"
+#include "control/schema.hh"
 #include "state/state_dir.hh"
 #include "temp_dir.hh"
 
@@ -224,4 +226,51 @@ TEST_CASE("job records round-trip; a damaged one is set aside, not trusted") {
     CHECK(loaded.set_aside[0].find("checksum mismatch") != std::string::npos);
     CHECK(std::filesystem::exists(dir.file("state/damaged/" + other.identity + ".json")));
     CHECK(state->load().set_aside.empty()); // moved: reported once
+}
+
+TEST_CASE("a rate of 0 means unlimited wherever a rate is given") {
+    const auto c =
+        parse_config("[prefill]\ntotal_rate = \"0B/s\"\n[rates]\n\"name:xvdb\" = \"0B/s\"\n"
+                     "\"name:xvdc\" = \"unlimited\"\n",
+                     "x.toml");
+    REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message));
+    CHECK(c->total_rate_bytes_per_s == 0);
+    REQUIRE(c->rates.size() == 2);
+    CHECK(c->rates[0].rate_bytes_per_s == 0);
+    CHECK(c->rates[1].rate_bytes_per_s == 0);
+
+    for (const auto fields : {start_fields(), setting_fields()}) {
+        const auto* rate = field_by_cli(fields, "rate");
+        REQUIRE(rate);
+        CHECK(check_value(*rate, uint64_t{0}).ok());
+        for (const auto* text : {"unlimited", "0B/s"}) {
+            const auto parsed = parse_field_text(*rate, text);
+            REQUIRE(parsed.ok());
+            CHECK(std::get<uint64_t>(*parsed) == 0);
+        }
+    }
+    const auto word = parse_rate_or_unlimited(" unlimited ");
+    REQUIRE(word.ok());
+    CHECK(*word == 0);
+    CHECK_FALSE(parse_rate_or_unlimited("fast").ok());
+}
+
+TEST_CASE("a job record tells a disk's own unlimited rate from none") {
+    TempDir dir;
+    auto state = StateDir::open(dir.file("state"));
+    REQUIRE(state.ok());
+    JobRecord own, none;
+    own.identity = "xen-51728-8589934592";
+    own.state = none.state = "queued";
+    own.rate_bytes_per_s = 0; // asked for: unlimited, outside the shared budget
+    none.identity = "xen-51744-8589934592";
+    REQUIRE(state->save(own).ok());
+    REQUIRE(state->save(none).ok());
+    const auto loaded = state->load();
+    REQUIRE(loaded.records.size() == 2);
+    for (const auto& r : loaded.records)
+        if (r.identity == own.identity)
+            CHECK(r.rate_bytes_per_s == std::optional<uint64_t>(0));
+        else
+            CHECK_FALSE(r.rate_bytes_per_s.has_value());
 }

@@ -905,3 +905,24 @@ TEST_CASE("the state table: an outcome goes on only to a job again, an illegal c
     CHECK(state_after(JobStatus::released) == DiskState::released);
     CHECK(state_after(JobStatus::failed) == DiskState::failed);
 }
+
+TEST_CASE("a start's own rate of 0 is unlimited, outside the shared budget, and so recorded") {
+    Harness h; // total_rate 100 MiB/s
+    const auto xvdb = xen_disk("xvdb", 51728);
+    h.scheduler->on_attached(xvdb);
+    StartRequest unlimited;
+    unlimited.rate_bytes_per_s = 0;
+    REQUIRE(h.scheduler->start(disk_identity(xvdb), unlimited).ok());
+    REQUIRE(h.host.jobs.count("xvdb"));
+    CHECK(h.host.specs["xvdb"].options.rate_bytes_per_s == 0);
+
+    // Taken up again after a restart: still its own, still unlimited.
+    h.scheduler->shutdown();
+    h.host.jobs.clear();
+    h.make();
+    h.scheduler->on_attached(xvdb);
+    if (h.state_of(xvdb) == DiskState::waiting)
+        h.quiet(xvdb);
+    REQUIRE(h.host.jobs.count("xvdb"));
+    CHECK(h.host.specs["xvdb"].options.rate_bytes_per_s == 0);
+}
