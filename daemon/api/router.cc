@@ -471,10 +471,9 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
                "\n";
     family("prewarmd_disk_state", "gauge", "The disk's job state: 1 for the current one.");
     for (const auto& d : disks)
-        for (int s = 0; s <= static_cast<int>(last_disk_state); ++s)
-            out += "prewarmd_disk_state{" + labels(d) + ",state=\"" +
-                   std::string(to_string(static_cast<DiskState>(s))) + "\"} " +
-                   (static_cast<int>(d.state) == s ? "1" : "0") + "\n";
+        for (const auto& s : disk_state_names)
+            out += "prewarmd_disk_state{" + labels(d) + ",state=\"" + std::string(s.name) + "\"} " +
+                   (d.state == s.value ? "1" : "0") + "\n";
     family("prewarmd_disk_write_latency_seconds", "histogram",
            "Latency of the prefill's writes (the current or last job).");
     for (const auto& d : disks) {

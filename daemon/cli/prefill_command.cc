@@ -97,9 +97,9 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
                                            : "one PATH only, not '" + args.positional[1] + "'");
     s.path = args.positional[0];
     if (const auto mode = args.value("mode")) {
-        const auto parsed = parse_mode(*mode);
+        const auto parsed = parse_name<Mode>(*mode);
         if (!parsed)
-            return bad("--mode: '" + *mode + "' is not zero, rewrite or read");
+            return bad("--mode: '" + *mode + "' is not " + names_text<Mode>());
         s.job.mode = *parsed;
     }
     const auto size = [&](const char* name, uint64_t& out) -> Result<void> {
@@ -119,9 +119,9 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
     s.chunk_explicit = args.has("chunk");
     s.backend_block_explicit = args.has("backend-block");
     if (const auto text = args.value("strategy")) {
-        const auto strategy = parse_strategy(*text);
+        const auto strategy = parse_name<Strategy>(*text);
         if (!strategy)
-            return bad("--strategy: '" + *text + "' is not auto, full or sparse");
+            return bad("--strategy: '" + *text + "' is not " + names_text<Strategy>());
         s.strategy = *strategy;
     }
     if (const auto text = args.value("rate")) {
@@ -137,14 +137,10 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
         s.job.queue_depth = static_cast<unsigned>(*depth);
     }
     if (const auto text = args.value("io-engine")) {
-        if (*text == "auto")
-            s.io = IoEngineKind::automatic;
-        else if (*text == "uring")
-            s.io = IoEngineKind::uring;
-        else if (*text == "sync")
-            s.io = IoEngineKind::sync;
-        else
-            return bad("--io-engine: '" + *text + "' is not auto, uring or sync");
+        const auto io = parse_name<IoEngineKind>(*text);
+        if (!io)
+            return bad("--io-engine: '" + *text + "' is not " + names_text<IoEngineKind>());
+        s.io = *io;
     }
     s.reserve = args.value("reserve").value_or(s.reserve);
     s.job.checkpoint_path = args.value("checkpoint").value_or("");

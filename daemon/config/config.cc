@@ -142,18 +142,17 @@ std::string rule_list(const toml::node& node, std::vector<std::string>& out) {
     return {};
 }
 
-template <typename T>
-std::string choice(const toml::node& node, T& out,
-                   std::initializer_list<std::pair<std::string_view, T>> choices) {
+// One of the names of E (base/names.hh).
+template <HasNames E>
+std::string choice(const toml::node& node, E& out) {
     const auto text = string_of(node);
-    std::string names;
-    for (const auto& [name, value] : choices) {
-        if (text && *text == name) {
-            out = value;
-            return {};
-        }
-        names += (names.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+    if (const auto value = text ? parse_name<E>(*text) : std::nullopt) {
+        out = *value;
+        return {};
     }
+    std::string names;
+    for (const auto& n : names_of(E{}))
+        names += (names.empty() ? "\"" : ", \"") + std::string(n.name) + "\"";
     return "expected one of " + names;
 }
 
@@ -172,12 +171,11 @@ const std::vector<Option>& options() {
         {"daemon", "log_level", "\"info\"", "How much to log: \"debug\", \"info\" or \"warning\".",
          true,
          [](const toml::node& n, Config& c) -> std::string {
-             std::string level;
-             auto e = choice<std::string>(
-                 n, level, {{"debug", "debug"}, {"info", "info"}, {"warning", "warning"}});
-             if (e.empty())
-                 c.log_level = level;
-             return e;
+             const auto level = string_of(n);
+             if (!level || (*level != "debug" && *level != "info" && *level != "warning"))
+                 return "expected one of \"debug\", \"info\", \"warning\"";
+             c.log_level = *level;
+             return {};
          },
          [](const Config& a, const Config& b) { return a.log_level == b.log_level; }},
         {"discovery", "match", "[\"xen\"]",
@@ -203,33 +201,20 @@ const std::vector<Option>& options() {
          "\"blank\": warm considered disks that are blank and quiet by themselves;\n"
          "\"never\": only when asked.",
          true,
-         [](const toml::node& n, Config& c) {
-             return choice<AutoPrefill>(n, c.auto_prefill,
-                                        {{to_string(AutoPrefill::blank), AutoPrefill::blank},
-                                         {to_string(AutoPrefill::never), AutoPrefill::never}});
-         },
+         [](const toml::node& n, Config& c) { return choice(n, c.auto_prefill); },
          [](const Config& a, const Config& b) { return a.auto_prefill == b.auto_prefill; }},
         {"prefill", "mode", "\"zero\"",
          "\"zero\": write zeros over blocks that read all-zero; \"rewrite\": write back what\n"
          "was read (clones over a parent image); \"read\": only read.",
          true,
-         [](const toml::node& n, Config& c) {
-             return choice<Mode>(
-                 n, c.mode,
-                 {{"zero", Mode::zero}, {"rewrite", Mode::rewrite}, {"read", Mode::read}});
-         },
+         [](const toml::node& n, Config& c) { return choice(n, c.mode); },
          [](const Config& a, const Config& b) { return a.mode == b.mode; }},
         {"prefill", "strategy", "\"auto\"",
          "\"auto\": one 4 KiB write per backend block where the probe proves a first write\n"
          "warms the whole block (proven again after the job, else full writes); \"full\":\n"
          "every byte; \"sparse\": one write per block, failing if the proof does not hold.",
          true,
-         [](const toml::node& n, Config& c) {
-             return choice<Strategy>(n, c.strategy,
-                                     {{"auto", Strategy::automatic},
-                                      {"full", Strategy::full},
-                                      {"sparse", Strategy::sparse}});
-         },
+         [](const toml::node& n, Config& c) { return choice(n, c.strategy); },
          [](const Config& a, const Config& b) { return a.strategy == b.strategy; }},
         {"prefill", "chunk", "\"4MiB\"",
          "The size of each read and write; a multiple of backend_block and of the disk's\n"
@@ -307,12 +292,7 @@ const std::vector<Option>& options() {
          }},
         {"prefill", "io_engine", "\"auto\"",
          "\"auto\": io_uring, else pread/pwrite; \"uring\"; \"sync\" (pread/pwrite).", true,
-         [](const toml::node& n, Config& c) {
-             return choice<IoEngineKind>(n, c.io_engine,
-                                         {{"auto", IoEngineKind::automatic},
-                                          {"uring", IoEngineKind::uring},
-                                          {"sync", IoEngineKind::sync}});
-         },
+         [](const toml::node& n, Config& c) { return choice(n, c.io_engine); },
          [](const Config& a, const Config& b) { return a.io_engine == b.io_engine; }},
         {"prefill", "idle_priority", "true",
          "Give the prefill's I/O the priority class idle, below the VM's own.", true,
@@ -415,17 +395,6 @@ bool same_rates(const Config& a, const Config& b) {
 }
 
 } // namespace
-
-std::string_view to_string(AutoPrefill policy) {
-    return policy == AutoPrefill::blank ? "blank" : "never";
-}
-
-std::optional<AutoPrefill> parse_auto_prefill(std::string_view text) {
-    for (const auto policy : {AutoPrefill::blank, AutoPrefill::never})
-        if (to_string(policy) == text)
-            return policy;
-    return std::nullopt;
-}
 
 Result<Config> parse_config(std::string_view text, const std::string& source) {
     toml::table root;

@@ -12,14 +12,10 @@
 
 #include "base/result.hh"
 #include "discovery/match.hh"
-#include "engine/mode.hh"
+#include "control/choices.hh"
 #include "io/io_engine.hh"
 
 namespace prewarmd {
-
-enum class AutoPrefill { blank, never };
-std::string_view to_string(AutoPrefill policy);
-std::optional<AutoPrefill> parse_auto_prefill(std::string_view text);
 
 struct RateOverride {
     MatchRule rule;

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "base/units.hh"
+#include "control/choices.hh"
 
 namespace prewarmd {
 namespace {
@@ -19,8 +20,8 @@ constexpr std::array<ActionSpec, 5> actions{{
     {DiskAction::release, "release", "end its job and close the disk within a second"},
 }};
 
-constexpr std::array<std::string_view, 3> modes{"zero", "rewrite", "read"};
-constexpr std::array<std::string_view, 2> auto_policies{"blank", "never"};
+constexpr auto modes = names_only(mode_names);
+constexpr auto auto_policies = names_only(auto_prefill_names);
 
 constexpr std::array<Field, 3> start{{
     {"mode", "", "mode", Field::Kind::choice, "s", 0, 0, modes, "zero"},

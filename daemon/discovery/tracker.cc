@@ -4,18 +4,6 @@
 
 namespace prewarmd {
 
-std::string_view to_string(DiskTracker::Event event) {
-    switch (event) {
-    case DiskTracker::Event::attached:
-        return "attached";
-    case DiskTracker::Event::changed:
-        return "changed";
-    case DiskTracker::Event::detached:
-        return "detached";
-    }
-    return "unknown";
-}
-
 std::vector<DiskTracker::Update> DiskTracker::on_uevent(const std::string& action,
                                                         const DiskInfo& disk) {
     std::vector<Update> updates;

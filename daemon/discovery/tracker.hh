@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/names.hh"
 #include "discovery/disk_info.hh"
 
 namespace prewarmd {
@@ -31,6 +32,14 @@ private:
     std::map<std::string, DiskInfo> m_disks;
 };
 
-std::string_view to_string(DiskTracker::Event event);
+inline constexpr std::array<Named<DiskTracker::Event>, 3> tracker_event_names{{
+    {DiskTracker::Event::attached, "attached"},
+    {DiskTracker::Event::changed, "changed"},
+    {DiskTracker::Event::detached, "detached"},
+}};
+static_assert(names_in_order(tracker_event_names, DiskTracker::Event::detached));
+constexpr std::span<const Named<DiskTracker::Event>> names_of(DiskTracker::Event) {
+    return tracker_event_names;
+}
 
 } // namespace prewarmd

@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/mode.hh"
+#include "control/choices.hh"
 #include "engine/plan.hh"
 #include "io/device.hh"
 #include "io/free_space.hh"

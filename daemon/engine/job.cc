@@ -119,26 +119,6 @@ bool allowed(Phase from, Phase to) {
 
 } // namespace
 
-std::string_view to_string(PrefillJob::Phase phase) {
-    switch (phase) {
-    case Phase::starting:
-        return "starting";
-    case Phase::running:
-        return "running";
-    case Phase::checking:
-        return "checking";
-    case Phase::pausing:
-        return "pausing";
-    case Phase::paused:
-        return "paused";
-    case Phase::ending:
-        return "ending";
-    case Phase::ended:
-        return "ended";
-    }
-    return "unknown";
-}
-
 PrefillJob::PrefillJob(const JobOptions& options, JobTarget target,
                        std::unique_ptr<IoEngine> engine, const DeviceProbe& probe, EventSink events)
     : m_options(options), m_backend_block(options.backend_block_bytes), m_target(std::move(target)),
@@ -836,7 +816,7 @@ void PrefillJob::publish(Clock::time_point now) {
     // A filesystem's free space is known as it is claimed: the source's word now.
     if (m_source) {
         m_total_bytes = m_source->total_bytes() + m_target.allocated_bytes;
-        s.strategy = m_source->sparse() ? "sparse" : "full";
+        s.strategy = std::string(to_string(m_source->sparse() ? Strategy::sparse : Strategy::full));
     }
     s.total_bytes = m_total_bytes;
     s.resumed_bytes = m_resumed_bytes;

@@ -23,9 +23,10 @@
 #include <variant>
 #include <vector>
 
+#include "base/names.hh"
 #include "base/unique_fd.hh"
+#include "control/choices.hh"
 #include "engine/checkpoint.hh"
-#include "engine/mode.hh"
 #include "engine/plan.hh"
 #include "engine/progress.hh"
 #include "engine/token_bucket.hh"
@@ -214,6 +215,18 @@ private:
     ProgressSnapshot m_snapshot;
 };
 
-std::string_view to_string(PrefillJob::Phase phase);
+inline constexpr std::array<Named<PrefillJob::Phase>, 7> phase_names{{
+    {PrefillJob::Phase::starting, "starting"},
+    {PrefillJob::Phase::running, "running"},
+    {PrefillJob::Phase::checking, "checking"},
+    {PrefillJob::Phase::pausing, "pausing"},
+    {PrefillJob::Phase::paused, "paused"},
+    {PrefillJob::Phase::ending, "ending"},
+    {PrefillJob::Phase::ended, "ended"},
+}};
+static_assert(names_in_order(phase_names, PrefillJob::Phase::ended));
+constexpr std::span<const Named<PrefillJob::Phase>> names_of(PrefillJob::Phase) {
+    return phase_names;
+}
 
 } // namespace prewarmd

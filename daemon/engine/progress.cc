@@ -4,36 +4,6 @@
 
 namespace prewarmd {
 
-std::string_view to_string(JobStatus status) {
-    switch (status) {
-    case JobStatus::queued:
-        return "queued";
-    case JobStatus::running:
-        return "running";
-    case JobStatus::paused:
-        return "paused";
-    case JobStatus::visited:
-        return "visited";
-    case JobStatus::warm:
-        return "warm";
-    case JobStatus::unproven:
-        return "unproven";
-    case JobStatus::not_warmable:
-        return "not_warmable";
-    case JobStatus::failed:
-        return "failed";
-    case JobStatus::cancelled:
-        return "cancelled";
-    case JobStatus::released:
-        return "released";
-    case JobStatus::detached:
-        return "detached";
-    case JobStatus::stepped_aside:
-        return "stepped-aside";
-    }
-    return "unknown";
-}
-
 bool is_end(JobStatus status) {
     return status != JobStatus::queued && status != JobStatus::running &&
            status != JobStatus::paused;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/names.hh"
 #include "measurement/rates.hh"
 
 namespace prewarmd {
@@ -36,7 +37,24 @@ enum class JobStatus {
     detached,
     stepped_aside,
 };
-std::string_view to_string(JobStatus status);
+inline constexpr std::array<Named<JobStatus>, 12> job_status_names{{
+    {JobStatus::queued, "queued"},
+    {JobStatus::running, "running"},
+    {JobStatus::paused, "paused"},
+    {JobStatus::visited, "visited"},
+    {JobStatus::warm, "warm"},
+    {JobStatus::unproven, "unproven"},
+    {JobStatus::not_warmable, "not_warmable"},
+    {JobStatus::failed, "failed"},
+    {JobStatus::cancelled, "cancelled"},
+    {JobStatus::released, "released"},
+    {JobStatus::detached, "detached"},
+    {JobStatus::stepped_aside, "stepped-aside"},
+}};
+static_assert(names_in_order(job_status_names, JobStatus::stepped_aside));
+constexpr std::span<const Named<JobStatus>> names_of(JobStatus) {
+    return job_status_names;
+}
 bool is_end(JobStatus status);
 
 struct ProgressSnapshot {

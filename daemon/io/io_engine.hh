@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/clock.hh"
+#include "base/names.hh"
 #include "base/result.hh"
 
 namespace prewarmd {
@@ -58,6 +59,15 @@ public:
 };
 
 enum class IoEngineKind { automatic, uring, sync };
+inline constexpr std::array<Named<IoEngineKind>, 3> io_engine_names{{
+    {IoEngineKind::automatic, "auto"},
+    {IoEngineKind::uring, "uring"},
+    {IoEngineKind::sync, "sync"},
+}};
+static_assert(names_in_order(io_engine_names, IoEngineKind::sync));
+constexpr std::span<const Named<IoEngineKind>> names_of(IoEngineKind) {
+    return io_engine_names;
+}
 
 // io_uring where the kernel allows it; `automatic` falls back to pread/pwrite and
 // says why in `note`.

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/result.hh"
-#include "engine/mode.hh"
+#include "control/choices.hh"
 #include "measurement/probe.hh"
 
 namespace prewarmd {

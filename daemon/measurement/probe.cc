@@ -265,18 +265,6 @@ Result<void> time_data_pairs(int fd, unsigned char* buffer, uint64_t offset,
 
 } // namespace
 
-std::string_view to_string(ZeroWrites zero_writes) {
-    switch (zero_writes) {
-    case ZeroWrites::kept:
-        return "kept";
-    case ZeroWrites::discarded:
-        return "discarded";
-    case ZeroWrites::unknown:
-        break;
-    }
-    return "unknown";
-}
-
 void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& again_s,
                                 const std::vector<double>& never_s,
                                 const std::vector<double>& first_s,
@@ -554,18 +542,6 @@ Result<ColdProbe> probe_regions(const Device& device, const std::vector<uint64_t
     return out;
 }
 
-std::string_view to_string(Allocation allocation) {
-    switch (allocation) {
-    case Allocation::whole_block:
-        return "whole-block";
-    case Allocation::per_sector:
-        return "per-sector";
-    case Allocation::unknown:
-        break;
-    }
-    return "unknown";
-}
-
 void judge_allocation(ColdProbe& probe, const std::vector<double>& first_s,
                       const std::vector<double>& beside_s, const std::vector<double>& again_s) {
     probe.beside = summarize(beside_s);
@@ -702,15 +678,11 @@ ProbeFigures probe_figures_from(const nlohmann::json& j) {
     c.strides = j.value("strides", 0u);
     c.beside = latency_from(j.value("beside", nlohmann::json::object()));
     const auto allocation = j.value("allocation", std::string());
-    c.allocation = allocation == "whole-block"  ? Allocation::whole_block
-                   : allocation == "per-sector" ? Allocation::per_sector
-                                                : Allocation::unknown;
+    c.allocation = parse_name<Allocation>(allocation).value_or(Allocation::unknown);
     c.allocation_note = j.value("allocation_note", std::string());
     c.never_read = latency_from(j.value("never_read", nlohmann::json::object()));
     const auto zero_writes = j.value("zero_writes", std::string());
-    c.zero_writes = zero_writes == "kept"        ? ZeroWrites::kept
-                    : zero_writes == "discarded" ? ZeroWrites::discarded
-                                                 : ZeroWrites::unknown;
+    c.zero_writes = parse_name<ZeroWrites>(zero_writes).value_or(ZeroWrites::unknown);
     c.zero_writes_note = j.value("zero_writes_note", std::string());
     c.zero_over_never = j.value("zero_over_never", 0.0);
     c.cold_places = j.value("cold_places", 0u);

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "base/names.hh"
 #include "base/result.hh"
 #include "io/device.hh"
 
@@ -49,7 +50,15 @@ struct ProbeOptions {
 // (qcow2 without subclusters, LVM thin, blktap's VHD without a bitmap), or only the
 // sectors written (a VHD's sector bitmap): a write beside a first write is cold.
 enum class Allocation { unknown, whole_block, per_sector };
-std::string_view to_string(Allocation allocation);
+inline constexpr std::array<Named<Allocation>, 3> allocation_names{{
+    {Allocation::unknown, "unknown"},
+    {Allocation::whole_block, "whole-block"},
+    {Allocation::per_sector, "per-sector"},
+}};
+static_assert(names_in_order(allocation_names, Allocation::per_sector));
+constexpr std::span<const Named<Allocation>> names_of(Allocation) {
+    return allocation_names;
+}
 
 // Whether the backend keeps a write of zeros. QEMU's qcow2 with detect-zeroes (and
 // XCP-ng's qcow2 driver, which sets it to unmap) discards it: nothing is
@@ -57,7 +66,15 @@ std::string_view to_string(Allocation allocation);
 // There zero writes warm nothing (docs/engine.md, "Backends that discard zero
 // writes"); the probe's own zero writes look warm there too.
 enum class ZeroWrites { unknown, kept, discarded };
-std::string_view to_string(ZeroWrites zero_writes);
+inline constexpr std::array<Named<ZeroWrites>, 3> zero_writes_names{{
+    {ZeroWrites::unknown, "unknown"},
+    {ZeroWrites::kept, "kept"},
+    {ZeroWrites::discarded, "discarded"},
+}};
+static_assert(names_in_order(zero_writes_names, ZeroWrites::discarded));
+constexpr std::span<const Named<ZeroWrites>> names_of(ZeroWrites) {
+    return zero_writes_names;
+}
 
 struct ColdProbe {
     double zero_read_bytes_per_s = 0; // reading never-written space

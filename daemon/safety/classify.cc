@@ -64,18 +64,6 @@ private:
 
 } // namespace
 
-std::string_view to_string(Verdict verdict) {
-    switch (verdict) {
-    case Verdict::eligible:
-        return "eligible";
-    case Verdict::needs_request:
-        return "needs-request";
-    case Verdict::refused:
-        return "refused";
-    }
-    return "unknown";
-}
-
 std::string Classification::reasons_text() const {
     std::string out;
     for (const auto& r : reasons)

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/names.hh"
 #include "discovery/disk_info.hh"
 #include "safety/signatures.hh"
 #include "safety/system.hh"
@@ -15,7 +16,15 @@
 namespace prewarmd {
 
 enum class Verdict { eligible, needs_request, refused };
-std::string_view to_string(Verdict verdict);
+inline constexpr std::array<Named<Verdict>, 3> verdict_names{{
+    {Verdict::eligible, "eligible"},
+    {Verdict::needs_request, "needs-request"},
+    {Verdict::refused, "refused"},
+}};
+static_assert(names_in_order(verdict_names, Verdict::refused));
+constexpr std::span<const Named<Verdict>> names_of(Verdict) {
+    return verdict_names;
+}
 
 struct DiskFacts {
     uint64_t size_bytes = 0;

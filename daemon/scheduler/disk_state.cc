@@ -43,46 +43,11 @@ const Transitions table[] = {
 
 } // namespace
 
-std::string_view to_string(DiskState state) {
-    switch (state) {
-    case S::discovered:
-        return "discovered";
-    case S::skipped:
-        return "skipped";
-    case S::waiting:
-        return "waiting";
-    case S::queued:
-        return "queued";
-    case S::running:
-        return "running";
-    case S::paused:
-        return "paused";
-    case S::warm:
-        return "warm";
-    case S::unproven:
-        return "unproven";
-    case S::not_warmable:
-        return "not_warmable";
-    case S::failed:
-        return "failed";
-    case S::cancelled:
-        return "cancelled";
-    case S::released:
-        return "released";
-    case S::detached:
-        return "detached";
-    }
-    return "unknown";
-}
-
 std::optional<DiskState> parse_disk_state(std::string_view name) {
     // Records written before the outcomes: a job that visited every chunk, proven or not.
     if (name == "done")
         return S::unproven;
-    for (int i = 0; i <= static_cast<int>(last_disk_state); ++i)
-        if (to_string(static_cast<S>(i)) == name)
-            return static_cast<S>(i);
-    return std::nullopt;
+    return parse_name<DiskState>(name);
 }
 
 bool transition_allowed(DiskState from, DiskState to) {

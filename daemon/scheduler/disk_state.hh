@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "base/names.hh"
 #include "engine/progress.hh"
 
 namespace prewarmd {
@@ -29,9 +30,25 @@ enum class DiskState {
     released,
     detached,
 };
-inline constexpr DiskState last_disk_state = DiskState::detached;
-
-std::string_view to_string(DiskState state);
+inline constexpr std::array<Named<DiskState>, 13> disk_state_names{{
+    {DiskState::discovered, "discovered"},
+    {DiskState::skipped, "skipped"},
+    {DiskState::waiting, "waiting"},
+    {DiskState::queued, "queued"},
+    {DiskState::running, "running"},
+    {DiskState::paused, "paused"},
+    {DiskState::warm, "warm"},
+    {DiskState::unproven, "unproven"},
+    {DiskState::not_warmable, "not_warmable"},
+    {DiskState::failed, "failed"},
+    {DiskState::cancelled, "cancelled"},
+    {DiskState::released, "released"},
+    {DiskState::detached, "detached"},
+}};
+static_assert(names_in_order(disk_state_names, DiskState::detached));
+constexpr std::span<const Named<DiskState>> names_of(DiskState) {
+    return disk_state_names;
+}
 std::optional<DiskState> parse_disk_state(std::string_view name);
 
 // Whether a disk may go from `from` to `to`; staying put (a new reason) always may.

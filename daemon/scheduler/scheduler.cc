@@ -97,7 +97,7 @@ Scheduler::Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks
         entry->has_record = true;
         entry->requested = r.requested;
         entry->asked.rate_bytes_per_s = r.rate_bytes_per_s;
-        entry->asked.mode = parse_mode(r.mode);
+        entry->asked.mode = parse_name<Mode>(r.mode);
         entry->disk.name = r.name;
         entry->disk.size_bytes = r.size_bytes;
         entry->last.done_bytes = r.done_bytes;
@@ -390,7 +390,7 @@ void Scheduler::stop_job(Entry& e, Stopping stopping) {
 
 void StartRequest::set(const Field& field, const FieldValue& value) {
     if (field.key == "mode")
-        mode = parse_mode(std::get<std::string>(value));
+        mode = parse_name<Mode>(std::get<std::string>(value));
     else if (field.key == "rate_bytes_per_s")
         rate_bytes_per_s = std::get<uint64_t>(value);
     else if (field.key == "queue_depth")
@@ -403,7 +403,7 @@ void SettingsChange::set(const Field& field, const FieldValue& value) {
     else if (field.key == "max_parallel")
         max_parallel = static_cast<unsigned>(std::get<uint64_t>(value));
     else if (field.key == "auto_prefill")
-        auto_prefill = parse_auto_prefill(std::get<std::string>(value));
+        auto_prefill = parse_name<AutoPrefill>(std::get<std::string>(value));
 }
 
 void Scheduler::on_attached(const DiskInfo& disk) {

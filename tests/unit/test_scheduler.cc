@@ -898,10 +898,8 @@ TEST_CASE("the state table: an outcome goes on only to a job again, an illegal c
     CHECK_FALSE(transition_allowed(DiskState::warm, DiskState::cancelled));
     CHECK_FALSE(transition_allowed(DiskState::discovered, DiskState::running));
     CHECK_FALSE(transition_allowed(DiskState::cancelled, DiskState::running));
-    for (int i = 0; i <= static_cast<int>(last_disk_state); ++i) {
-        const auto state = static_cast<DiskState>(i);
-        CHECK(parse_disk_state(to_string(state)) == state);
-    }
+    for (const auto& s : disk_state_names)
+        CHECK(parse_disk_state(s.name) == s.value);
     CHECK(state_after(JobStatus::released) == DiskState::released);
     CHECK(state_after(JobStatus::failed) == DiskState::failed);
 }
