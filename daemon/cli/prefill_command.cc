@@ -21,6 +21,7 @@
 #include "cli/command.hh"
 #include "cli/progress_view.hh"
 #include "control/refusal.hh"
+#include "control/schema.hh"
 #include "discovery/identity.hh"
 #include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
@@ -91,6 +92,7 @@ struct Settings {
 
 Result<Settings> parse_settings(const ParsedArgs& args) {
     Settings s;
+    uint64_t queue_depth = s.job.queue_depth;
     const auto bad = [](const std::string& message) { return Error{-EINVAL, message}; };
     if (args.positional.size() != 1)
         return bad(args.positional.empty() ? "no PATH given (see --help)"
@@ -124,18 +126,16 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
             return bad("--strategy: '" + *text + "' is not " + names_text<Strategy>());
         s.strategy = *strategy;
     }
-    if (const auto text = args.value("rate")) {
-        auto rate = parse_rate_or_unlimited(*text);
-        if (!rate)
-            return bad("--rate: " + rate.error().message + " (or unlimited)");
-        s.job.rate_bytes_per_s = *rate;
-    }
-    if (const auto text = args.value("queue-depth")) {
-        auto depth = parse_count(*text, 1, 64);
-        if (!depth)
-            return bad("--queue-depth: " + depth.error().message);
-        s.job.queue_depth = static_cast<unsigned>(*depth);
-    }
+    // As a start's options are taken (control/schema.hh): the same words and range.
+    for (const auto& [name, out] : {std::pair{"rate", &s.job.rate_bytes_per_s},
+                                    std::pair{"queue-depth", &queue_depth}})
+        if (const auto text = args.value(name)) {
+            auto value = parse_field_text(*field_by_cli(start_fields(), name), *text);
+            if (!value)
+                return bad(std::string("--") + name + ": " + value.error().message);
+            *out = std::get<uint64_t>(*value);
+        }
+    s.job.queue_depth = static_cast<unsigned>(queue_depth);
     if (const auto text = args.value("io-engine")) {
         const auto io = parse_name<IoEngineKind>(*text);
         if (!io)

@@ -10,12 +10,16 @@
 #include <toml++/toml.h>
 
 #include "base/units.hh"
+#include "control/schema.hh"
 
 namespace prewarmd {
 namespace {
 
 // One setting: where it lives, its default as TOML, what it means, and how a TOML
-// value becomes part of a Config (an error message, or "" when it fits).
+// value becomes part of a Config (an error message, or "" when it fits). A
+// setting the API, D-Bus or prewarmctl also take has its Field (control/schema.hh):
+// its kind, range and choices are the Field's, and `set` puts the checked value in
+// place.
 struct Option {
     std::string_view section;
     std::string_view key;
@@ -24,7 +28,72 @@ struct Option {
     bool reloadable;
     std::string (*apply)(const toml::node&, Config&);
     bool (*same)(const Config&, const Config&);
+    const Field* field = nullptr;
+    void (*set)(Config&, const FieldValue&) = nullptr;
 };
+
+// The Field of the file's [section] key.
+const Field* field_for(std::string_view section, std::string_view key) {
+    for (const auto fields : {start_fields(), setting_fields()})
+        for (const auto& f : fields)
+            if (f.section == section && f.file_key == key)
+                return &f;
+    return nullptr;
+}
+
+// A TOML value as its Field takes it: a whole number, a rate ("50MiB/s",
+// "unlimited") or one of its words.
+Result<FieldValue> field_value(const Field& f, const toml::node& node) {
+    const auto range = [&] {
+        return "from " + std::to_string(f.min) + " to " + std::to_string(f.max);
+    };
+    switch (f.kind) {
+    case Field::Kind::count: {
+        const auto* n = node.as_integer();
+        if (!n)
+            return Error{-EINVAL, "expected a whole number " + range()};
+        if (n->get() < 0 || static_cast<uint64_t>(n->get()) < f.min ||
+            static_cast<uint64_t>(n->get()) > f.max)
+            return Error{-EINVAL,
+                         "expected a whole number " + range() + ", not " + std::to_string(n->get())};
+        return FieldValue(static_cast<uint64_t>(n->get()));
+    }
+    case Field::Kind::rate: {
+        const auto* s = node.as_string();
+        if (!s)
+            return Error{-EINVAL, "expected a string, such as \"" + std::string(f.example) + "\""};
+        const auto r = parse_rate_or_unlimited(s->get());
+        if (!r)
+            return Error{-EINVAL, r.error().message + " (or \"unlimited\")"};
+        if (*r > f.max)
+            return Error{-EINVAL, "at most " + format_rate(static_cast<double>(f.max))};
+        return FieldValue(*r);
+    }
+    case Field::Kind::choice: {
+        const auto* s = node.as_string();
+        if (s && std::find(f.choices.begin(), f.choices.end(), s->get()) != f.choices.end())
+            return FieldValue(s->get());
+        std::string names;
+        for (const auto& c : f.choices)
+            names += (names.empty() ? "\"" : ", \"") + std::string(c) + "\"";
+        return Error{-EINVAL, "expected one of " + names};
+    }
+    }
+    return Error{-EINVAL, "unknown kind"};
+}
+
+uint64_t number(const FieldValue& v) {
+    return std::get<uint64_t>(v);
+}
+
+unsigned count_of(const FieldValue& v) {
+    return static_cast<unsigned>(std::get<uint64_t>(v));
+}
+
+template <HasNames E>
+E choice_of(const FieldValue& v) {
+    return *parse_name<E>(std::get<std::string>(v));
+}
 
 std::optional<std::string> string_of(const toml::node& node) {
     if (const auto* s = node.as_string())
@@ -200,15 +269,16 @@ const std::vector<Option>& options() {
         {"prefill", "auto_prefill", "\"blank\"",
          "\"blank\": warm considered disks that are blank and quiet by themselves;\n"
          "\"never\": only when asked.",
-         true,
-         [](const toml::node& n, Config& c) { return choice(n, c.auto_prefill); },
-         [](const Config& a, const Config& b) { return a.auto_prefill == b.auto_prefill; }},
+         true, nullptr,
+         [](const Config& a, const Config& b) { return a.auto_prefill == b.auto_prefill; },
+         field_for("prefill", "auto_prefill"),
+         [](Config& c, const FieldValue& v) { c.auto_prefill = choice_of<AutoPrefill>(v); }},
         {"prefill", "mode", "\"zero\"",
          "\"zero\": write zeros over blocks that read all-zero; \"rewrite\": write back what\n"
          "was read (clones over a parent image); \"read\": only read.",
-         true,
-         [](const toml::node& n, Config& c) { return choice(n, c.mode); },
-         [](const Config& a, const Config& b) { return a.mode == b.mode; }},
+         true, nullptr, [](const Config& a, const Config& b) { return a.mode == b.mode; },
+         field_for("prefill", "mode"),
+         [](Config& c, const FieldValue& v) { c.mode = choice_of<Mode>(v); }},
         {"prefill", "strategy", "\"auto\"",
          "\"auto\": one 4 KiB write per backend block where the probe proves a first write\n"
          "warms the whole block (proven again after the job, else full writes); \"full\":\n"
@@ -252,13 +322,17 @@ const std::vector<Option>& options() {
         {"prefill", "queue_depth", "8",
          "Chunks in flight per disk, 1 to 64; max_parallel x queue_depth x chunk is 256MiB\n"
          "at most.",
-         true, [](const toml::node& n, Config& c) { return count(n, c.queue_depth, 1, 64); },
-         [](const Config& a, const Config& b) { return a.queue_depth == b.queue_depth; }},
+         true, nullptr,
+         [](const Config& a, const Config& b) { return a.queue_depth == b.queue_depth; },
+         field_for("prefill", "queue_depth"),
+         [](Config& c, const FieldValue& v) { c.queue_depth = count_of(v); }},
         {"prefill", "max_parallel", "1",
          "Disks warmed at the same time, 1 to 64; max_parallel x queue_depth x chunk is\n"
          "256MiB at most.",
-         true, [](const toml::node& n, Config& c) { return count(n, c.max_parallel, 1, 64); },
-         [](const Config& a, const Config& b) { return a.max_parallel == b.max_parallel; }},
+         true, nullptr,
+         [](const Config& a, const Config& b) { return a.max_parallel == b.max_parallel; },
+         field_for("prefill", "max_parallel"),
+         [](Config& c, const FieldValue& v) { c.max_parallel = count_of(v); }},
         {"prefill", "filesystem_reserve", "5",
          "A mounted filesystem's free space is warmed online down to this share of its\n"
          "size, in per cent (0 to 90), which stays available to its users.",
@@ -272,13 +346,12 @@ const std::vector<Option>& options() {
         {"prefill", "total_rate", "\"200MiB/s\"",
          "The rate all running jobs share, such as \"200MiB/s\"; \"unlimited\" or \"0B/s\": no "
          "limit.",
-         true,
-         [](const toml::node& n, Config& c) {
-             return from_text(n, rate_value, c.total_rate_bytes_per_s, "200MiB/s");
-         },
+         true, nullptr,
          [](const Config& a, const Config& b) {
              return a.total_rate_bytes_per_s == b.total_rate_bytes_per_s;
-         }},
+         },
+         field_for("prefill", "total_rate"),
+         [](Config& c, const FieldValue& v) { c.total_rate_bytes_per_s = number(v); }},
         {"prefill", "checkpoint_interval", "\"5s\"",
          "How often a job flushes the disk and records what it has done.", true,
          [](const toml::node& n, Config& c) {
@@ -446,7 +519,16 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
             if (!option)
                 return Error{-EINVAL, where(source, key_name.source()) + ": [" + section + "] " +
                                           key + ": unknown key (" + known + ")"};
-            if (const auto error = option->apply(value, config); !error.empty())
+            std::string error;
+            if (option->field) {
+                if (auto checked = field_value(*option->field, value))
+                    option->set(config, *checked);
+                else
+                    error = checked.error().message;
+            } else {
+                error = option->apply(value, config);
+            }
+            if (!error.empty())
                 return Error{-EINVAL, where(source, value.source()) + ": [" + section + "] " + key +
                                           ": " + error};
         }

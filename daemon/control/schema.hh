@@ -30,11 +30,15 @@ const ActionSpec& spec_of(DiskAction action);
 // A value as it comes: a whole number, or a word.
 using FieldValue = std::variant<uint64_t, std::string>;
 
+// One setting or start option, for every front end: the file (config/config.cc
+// reads it through this), the API, D-Bus, prewarmctl and prefill's options.
 struct Field {
     enum class Kind { count, rate, choice };
     std::string_view key;      // JSON and D-Bus dictionary key: "max_parallel"
     std::string_view property; // D-Bus property name, "" for none
     std::string_view cli;      // prewarmctl: "max-parallel" (set) or "queue-depth" (--option)
+    std::string_view section;  // the file's [section] and key, "" for none: the default
+    std::string_view file_key; // of a start option, the setting itself of the others
     Kind kind;
     std::string_view dbus_type;                // its D-Bus signature: "s", "u", "t"
     uint64_t min = 0, max = 0;                 // count, rate (a rate's min is 0: unlimited)

@@ -9,17 +9,11 @@
 
 #include "control/refusal.hh"
 #include "scheduler/disk_state.hh"
+#include "source_file.hh"
 
 using namespace prewarmd;
 
 namespace {
-
-std::string source_file(const std::string& path) {
-    std::ifstream in(std::string(PREWARMD_SOURCE_DIR) + "/" + path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 std::set<std::string> table_slugs() {
     std::set<std::string> out;

@@ -1,0 +1,126 @@
+// A setting that the file, the API, D-Bus and prewarmctl all take is one Field
+// (control/schema.hh): the file reads it through the Field's kind and range, and
+// api/openapi.yaml states the same range and words.
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <set>
+
+#include "config/config.hh"
+#include "control/schema.hh"
+#include "source_file.hh"
+
+using namespace prewarmd;
+
+namespace {
+
+// What the file says of the value for this key: "" when the Field takes it (the
+// buffer budget may still refuse 64 jobs of 8 chunks: that is not the key's error).
+std::string file_error(const Field& f, const std::string& toml_value) {
+    const auto c = parse_config("[" + std::string(f.section) + "]\n" + std::string(f.file_key) +
+                                    " = " + toml_value + "\n",
+                                "x.toml");
+    const auto key = "] " + std::string(f.file_key) + ": ";
+    if (c.ok() || c.error().message.find(key) == std::string::npos)
+        return "";
+    return c.error().message;
+}
+
+// The text of `name:` at `indent` spaces, up to the next key at that indent.
+std::string block(const std::string& text, const std::string& name, size_t indent) {
+    const std::string head = "\n" + std::string(indent, ' ') + name + ":";
+    const auto begin = text.find(head);
+    if (begin == std::string::npos)
+        return "";
+    const std::regex next("\n {" + std::to_string(indent) + "}[A-Za-z_]+:");
+    std::smatch m;
+    const auto rest = text.substr(begin + head.size());
+    return std::regex_search(rest, m, next) ? rest.substr(0, m.position(0)) : rest;
+}
+
+std::optional<uint64_t> number_after(const std::string& text, const std::string& word) {
+    std::smatch m;
+    if (!std::regex_search(text, m, std::regex(word + R"(: (\d+))")))
+        return std::nullopt;
+    return std::stoull(m[1].str());
+}
+
+std::set<std::string> property_names(const std::string& schema) {
+    std::set<std::string> out;
+    const auto props = block(schema, "properties", 6);
+    const std::regex key(R"(\n {8}([a-z_]+):)");
+    for (auto it = std::sregex_iterator(props.begin(), props.end(), key);
+         it != std::sregex_iterator(); ++it)
+        out.insert((*it)[1].str());
+    return out;
+}
+
+// The schema's properties are the fields, each with the fields' range or words.
+void same_as_fields(const std::string& spec, const std::string& schema_name,
+                    std::span<const Field> fields) {
+    CAPTURE(schema_name);
+    const auto schema = block(spec, schema_name, 4);
+    REQUIRE_FALSE(schema.empty());
+    std::set<std::string> keys;
+    for (const auto& f : fields)
+        keys.emplace(f.key);
+    CHECK(property_names(schema) == keys);
+    const auto props = block(schema, "properties", 6);
+    for (const auto& f : fields) {
+        CAPTURE(f.key);
+        const auto p = block(props, std::string(f.key), 8);
+        if (f.kind == Field::Kind::choice) {
+            std::string words;
+            for (const auto& c : f.choices)
+                words += (words.empty() ? "" : ", ") + std::string(c);
+            CHECK(p.find("enum: [" + words + "]") != std::string::npos);
+            continue;
+        }
+        CHECK(number_after(p, "minimum") == f.min);
+        CHECK(number_after(p, "maximum") == f.max);
+    }
+}
+
+} // namespace
+
+TEST_CASE("the file reads each shared setting through its Field: one range, one set of words") {
+    size_t in_file = 0;
+    for (const auto fields : {start_fields(), setting_fields()})
+        for (const auto& f : fields) {
+            if (f.section.empty())
+                continue;
+            CAPTURE(f.key);
+            ++in_file;
+            switch (f.kind) {
+            case Field::Kind::count:
+                CHECK(file_error(f, std::to_string(f.max)) == "");
+                CHECK(file_error(f, std::to_string(f.max + 1)).find(
+                          "expected a whole number from " + std::to_string(f.min) + " to " +
+                          std::to_string(f.max)) != std::string::npos);
+                CHECK(file_error(f, std::to_string(f.min) + " ") == "");
+                CHECK_FALSE(file_error(f, f.min ? std::to_string(f.min - 1) : "-1").empty());
+                break;
+            case Field::Kind::rate:
+                CHECK(file_error(f, "\"unlimited\"") == "");
+                CHECK(file_error(f, "\"0B/s\"") == "");
+                CHECK(file_error(f, "\"" + std::to_string(f.max) + "B/s\"") == "");
+                CHECK(file_error(f, "\"" + std::to_string(f.max + 1) + "B/s\"").find("at most") !=
+                      std::string::npos);
+                break;
+            case Field::Kind::choice:
+                for (const auto& c : f.choices)
+                    CHECK(file_error(f, "\"" + std::string(c) + "\"") == "");
+                CHECK(file_error(f, "\"no-such-word\"").find("expected one of") !=
+                      std::string::npos);
+                break;
+            }
+        }
+    CHECK(in_file == 5); // mode, queue_depth, total_rate, max_parallel, auto_prefill
+}
+
+TEST_CASE("api/openapi.yaml's start and settings schemas are the Fields") {
+    const auto spec = source_file("api/openapi.yaml");
+    REQUIRE_FALSE(spec.empty());
+    same_as_fields(spec, "StartRequest", start_fields());
+    same_as_fields(spec, "SettingsPatch", setting_fields());
+}
