@@ -124,3 +124,16 @@ TEST_CASE("api/openapi.yaml's start and settings schemas are the Fields") {
     same_as_fields(spec, "StartRequest", start_fields());
     same_as_fields(spec, "SettingsPatch", setting_fields());
 }
+
+TEST_CASE("the D-Bus interface's writable properties are the settings' Fields") {
+    const auto xml = source_file("api/org.prewarmd.Prewarmd1.xml");
+    REQUIRE_FALSE(xml.empty());
+    std::set<std::string> writable, fields;
+    const std::regex property(R"re(<property name="(\w+)" type="(\w+)" access="readwrite"/>)re");
+    for (auto it = std::sregex_iterator(xml.begin(), xml.end(), property);
+         it != std::sregex_iterator(); ++it)
+        writable.insert((*it)[1].str() + " " + (*it)[2].str());
+    for (const auto& f : setting_fields())
+        fields.insert(std::string(f.property) + " " + std::string(f.dbus_type));
+    CHECK(writable == fields);
+}
