@@ -436,7 +436,15 @@ private:
             if (!peer.lookup_error.empty() && !m_impl.lookup_error_said.exchange(true))
                 m_impl.log(true, "api: " + peer.lookup_error + ": loopback clients are told " +
                                      "apart by /proc/net/tcp instead (said once)");
-            if (m_impl.budget.enter(peer.key)) {
+            const bool root = peer.key == "uid:0";
+            if (!root && m_others.fetch_add(1) >= others_at_most()) {
+                if (!tls)
+                    refuse_connection(sock, "the other clients hold " +
+                                                std::to_string(others_at_most()) + " of the " +
+                                                std::to_string(m_impl.max_connections) +
+                                                " workers of " + m_listener.name +
+                                                ": the rest are root's; try again");
+            } else if (m_impl.budget.enter(peer.key)) {
                 serve(sock, peer);
                 m_impl.budget.leave(peer.key);
             } else if (!tls) {
@@ -444,6 +452,8 @@ private:
                                             std::to_string(m_impl.budget.connections_per_peer()) +
                                             " connections per client at once");
             }
+            if (!root)
+                --m_others;
         }
         ::shutdown(sock, SHUT_RDWR);
         ::close(sock);
@@ -503,9 +513,17 @@ private:
         }
     }
 
+    // Root's reserve: however many other clients come, together they hold all the
+    // workers but an eighth (1 at least), so that root (over the socket or
+    // loopback) always finds one. docs/security.md, "Budgets".
+    size_t others_at_most() const {
+        return m_impl.max_connections - std::max(1u, m_impl.max_connections / 8);
+    }
+
     ApiServer::Impl& m_impl;
     const Listener& m_listener;
-    int m_copy = -1; // what the accept loop accepts on
+    int m_copy = -1;                  // what the accept loop accepts on
+    std::atomic<size_t> m_others{0}; // the connections of clients other than root, held
 };
 
 Result<void> configure(ApiServer::Impl& impl, Listener& l) {

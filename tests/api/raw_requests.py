@@ -332,10 +332,16 @@ def connection_budget(port, per_peer, workers):
     c.check(got == 431 and sent < 64 << 20, "a header line without end gets 431 early",
             f"{got} after {sent >> 10} KiB sent")
 
-    # Every worker held (a budget's worth by each of several users), as many
+    # Every worker held: the other users' share (all but an eighth) by several
+    # users, a budget's worth each, the rest (root's) by root, this process; as many
     # waiting: the next connection is refused at once, not queued.
-    users = [AsUser(nobody - i, lambda: (HELD.extend(hold(port, per_peer)), "held")[1])
-             for i in range(workers // per_peer)]
+    reserve = max(1, workers // 8)
+    others = workers - reserve
+    counts = [per_peer] * (others // per_peer) + ([others % per_peer] if others % per_peer else [])
+    users = [AsUser(nobody - i, lambda n=n: (HELD.extend(hold(port, n)), "held")[1])
+             for i, n in enumerate(counts)]
+    time.sleep(0.3)
+    roots = hold(port, reserve)
     time.sleep(0.3)
     waiting = [connect(port) for _ in range(workers)]
     time.sleep(0.3)
@@ -345,7 +351,7 @@ def connection_budget(port, per_peer, workers):
             status_of(r))
     for u in reversed(users):  # a later child holds the earlier ones' pipes too
         u.let_go()
-    for s in waiting + [late, extra]:
+    for s in roots + waiting + [late, extra]:
         s.close()
     return 1 if c.failed else 0
 

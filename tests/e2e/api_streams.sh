@@ -1,7 +1,8 @@
 # The API's budgets, held by several users at once over loopback: 2 event streams
 # per user and 8 in all, past either 503 `too-many-streams` at once, while root is
 # still served; with few workers (max_connections 4) a user holds 1 connection, not
-# half of them, and another user is served meanwhile. Where the kernel's socket
+# half of them, and another user is served meanwhile; other users together hold 3,
+# the last is root's. Where the kernel's socket
 # table cannot be asked over netlink (tests/tools/net_fault.cc), the daemon says so
 # once and tells the users apart by /proc/net/tcp: root keeps its own budget.
 source "$(dirname "$0")/lib.sh"
@@ -56,6 +57,13 @@ check_eq "$(status_as 1001 /healthz)" 503 "4 workers: a second connection of one
 check_eq "$(jq -r .type "$out/body.1001")" urn:prewarmd:problem:too-many-connections "its problem type"
 check_eq "$(status_as 1002 /healthz)" 200 "another user meanwhile"
 check_eq "$(status_as 0 /healthz)" 200 "root meanwhile"
+# Other users together hold 3 of the 4: the last is root's.
+hold_stream 1002 "$out/few1002"
+hold_stream 1003 "$out/few1003"
+check_eq "$(status_as 1004 /healthz)" 503 "a fourth user, while 3 others hold 3 of 4 workers"
+check_eq "$(jq -r .type "$out/body.1004")" urn:prewarmd:problem:too-many-connections "its problem type"
+grep -q "the rest are root's" "$out/body.1004" || fail "its detail: $(cat "$out/body.1004")"
+check_eq "$(status_as 0 /healthz)" 200 "root meanwhile, on the worker kept for it"
 
 stop_daemon
 : >"$DAEMON_LOG"
