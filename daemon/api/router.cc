@@ -469,6 +469,22 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
     for (const auto& d : disks)
         out += "prewarmd_disk_warm{" + labels(d) + "} " + (d.state == DiskState::warm ? "1" : "0") +
                "\n";
+    family("prewarmd_disk_first_seen_timestamp_seconds", "gauge",
+           "When this run of the daemon first saw the disk (Unix time).");
+    for (const auto& d : disks)
+        out += "prewarmd_disk_first_seen_timestamp_seconds{" + labels(d) + "} " +
+               std::to_string(d.first_seen_unix) + "\n";
+    family("prewarmd_disk_job_ends_total", "counter",
+           "The disk's jobs of this run that ended so, by outcome (stepped-aside: for "
+           "another user of the disk).");
+    for (const auto& d : disks)
+        for (const auto& s : job_status_names)
+            if (is_end(s.value) && s.value != JobStatus::visited) {
+                const auto n = d.job_ends.find(s.value);
+                out += "prewarmd_disk_job_ends_total{" + labels(d) + ",outcome=\"" +
+                       std::string(s.name) + "\"} " +
+                       std::to_string(n == d.job_ends.end() ? 0 : n->second) + "\n";
+            }
     family("prewarmd_disk_state", "gauge", "The disk's job state: 1 for the current one.");
     for (const auto& d : disks)
         for (const auto& s : disk_state_names)

@@ -55,6 +55,7 @@ struct Scheduler::Entry {
     JobKind kind = BlockJob{};
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
+    std::map<JobStatus, uint64_t> job_ends; // DiskView::job_ends
     std::string unsaved; // why its record could not be saved ("" once it was)
     std::string volume;  // which volume its record and job are for (DiskInfo::volume)
     // Warm: the kernel's count of bytes discarded on it then (check_discards).
@@ -306,6 +307,9 @@ void Scheduler::job_ended(Entry& e) {
     e.probe = e.job->probe();
     e.job.reset(); // closes the disk
     const auto stopping = std::exchange(e.stopping, std::nullopt);
+    if (!stopping || (stopping->why != Stopping::Why::hold &&
+                      stopping->why != Stopping::Why::shutdown))
+        ++e.job_ends[e.last.status];
     if (filesystem_of(e.kind) && e.last.status == JobStatus::stepped_aside && !m_shutting_down &&
         e.attached) {
         // Unmounted, or its claim taken: the disk is its filesystem's; warmed again
@@ -1094,6 +1098,7 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.requested = e->requested;
     v.first_seen_unix = e->first_seen_unix;
     v.state_since_unix = e->state_since_unix;
+    v.job_ends = e->job_ends;
     v.progress = e->job ? e->job->snapshot() : e->last;
     // A job asked for holds the disk to itself once it runs (DiskJobHost::start).
     v.exclusive = e->requested && (e->job || e->state == DiskState::queued);

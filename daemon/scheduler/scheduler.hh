@@ -50,6 +50,8 @@ struct DiskView {
     bool fstrim_timer_active = false;
     int64_t first_seen_unix = 0; // this run
     int64_t state_since_unix = 0;
+    // Its jobs of this run, by how each ended (not a hold's or a shutdown's stop).
+    std::map<JobStatus, uint64_t> job_ends;
 
     // The share warmed, 0 to 1: a disk never warmed has no extent yet (0, not the
     // engine's "nothing left", 1) unless its job finished.

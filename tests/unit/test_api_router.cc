@@ -176,6 +176,8 @@ TEST_CASE("api: metrics in the Prometheus text format") {
     d.progress.write_latency.sum_seconds = 0.5;
     d.progress.write_latency.at_or_under.fill(10);
     d.progress.write_latency.at_or_under[0] = 3;
+    d.first_seen_unix = 1765000000;
+    d.job_ends[JobStatus::stepped_aside] = 2;
     const auto text = prometheus_metrics(backend.m_disks, backend.m_settings);
     const std::string labels = R"({disk="loop-odd\"name",name="loop\\0"})";
     CHECK(text.find("prewarmd_disk_written_bytes_total" + labels + " 200\n") != std::string::npos);
@@ -194,6 +196,18 @@ TEST_CASE("api: metrics in the Prometheus text format") {
           std::string::npos);
     CHECK(text.find("# TYPE prewarmd_disk_write_latency_seconds histogram\n") != std::string::npos);
     CHECK(text.find("prewarmd_max_parallel 1\n") != std::string::npos);
+    CHECK(text.find("prewarmd_disk_first_seen_timestamp_seconds" + labels + " 1765000000\n") !=
+          std::string::npos);
+    // Every outcome has its series, 0 before it first happens, so that increase()
+    // sees the first one.
+    CHECK(text.find(
+              R"(prewarmd_disk_job_ends_total{disk="loop-odd\"name",name="loop\\0",outcome="stepped-aside"} 2)") !=
+          std::string::npos);
+    CHECK(text.find(
+              R"(prewarmd_disk_job_ends_total{disk="loop-odd\"name",name="loop\\0",outcome="failed"} 0)") !=
+          std::string::npos);
+    CHECK(text.find(R"(outcome="visited")") == std::string::npos);
+    CHECK(text.find(R"(outcome="running")") == std::string::npos);
     // Every sample line: a name, optional labels, one value.
     size_t start = 0;
     while (start < text.size()) {

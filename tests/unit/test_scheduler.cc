@@ -924,3 +924,27 @@ TEST_CASE("a start's own rate of 0 is unlimited, outside the shared budget, and 
     REQUIRE(h.host.jobs.count("xvdb"));
     CHECK(h.host.specs["xvdb"].options.rate_bytes_per_s == 0);
 }
+
+TEST_CASE("a disk's job ends are counted by outcome; a shutdown's stop is none") {
+    Harness h;
+    const auto xvdb = xen_disk("xvdb", 51728);
+    h.run(xvdb);
+    h.host.jobs["xvdb"]->finish(JobStatus::stepped_aside, "opened by mkfs.ext4 (pid 7)");
+    h.scheduler->reap();
+    REQUIRE(h.state_of(xvdb) == DiskState::waiting);
+    h.quiet(xvdb);
+    REQUIRE(h.state_of(xvdb) == DiskState::running);
+    h.host.jobs["xvdb"]->finish(JobStatus::failed, "I/O error");
+    h.scheduler->reap();
+    REQUIRE(h.state_of(xvdb) == DiskState::failed);
+    const auto ends = h.scheduler->disk(disk_identity(xvdb))->job_ends;
+    CHECK(ends == std::map<JobStatus, uint64_t>{{JobStatus::failed, 1},
+                                                {JobStatus::stepped_aside, 1}});
+
+    const auto xvdc = xen_disk("xvdc", 51744);
+    h.run(xvdc);
+    h.scheduler->shutdown();
+    REQUIRE(h.host.jobs["xvdc"]->finished());
+    h.scheduler->reap();
+    CHECK(h.scheduler->disk(disk_identity(xvdc))->job_ends.empty());
+}
