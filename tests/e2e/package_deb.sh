@@ -57,7 +57,8 @@ files=(/usr/sbin/prewarmd /usr/bin/prewarmctl "$unit" "${unit%.service}.socket"
     /etc/prewarmd/prewarmd.toml /usr/share/dbus-1/system.d/org.prewarmd.Prewarmd1.conf
     /usr/share/man/man8/prewarmd.8.gz /usr/share/man/man1/prewarmctl.1.gz
     /usr/share/man/man5/prewarmd.toml.5.gz /usr/share/bash-completion/completions/prewarmctl
-    /usr/share/doc/prewarmd/copyright /usr/lib/sysusers.d/prewarmd.conf)
+    /usr/share/doc/prewarmd/copyright /usr/lib/sysusers.d/prewarmd.conf
+    /usr/share/prewarmd/prometheus/prewarmd.rules.yml)
 for f in "${files[@]}"; do [[ -e $f ]] || fail "not installed: $f"; done
 pass "installed: ${#files[@]} files checked"
 dpkg-query -W -f='${Conffiles}\n' prewarmd | grep -q "^ /etc/prewarmd/prewarmd.toml " ||
