@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -24,21 +26,43 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr OptionSpec options[] = {
-    {"socket", 0, "PATH", "the daemon's unix socket (default /run/prewarmd/api.sock)"},
-    {"url", 0, "URL", "its HTTP API instead, e.g. https://10.0.0.5:7433"},
-    {"token-file", 0, "FILE", "a file holding the bearer token (or PREWARMD_TOKEN)"},
-    {"cacert", 0, "FILE", "the CA certificate of an https URL"},
-    {"json", 0, "", "print the API's JSON instead of text"},
-    {"no-color", 0, "", "no colours (also when NO_COLOR is set or not on a terminal)"},
-    {"mode", 0, "MODE", "start: zero, rewrite or read"},
-    {"rate", 0, "RATE", "start: the disk's own rate, e.g. 50MiB/s (unlimited or 0B/s: no limit)"},
-    {"queue-depth", 0, "N", "start: writes in flight, 1 to 64"},
-    {"timeout", 0, "DURATION", "wait: give up after this long, e.g. 30min (exit 7)"},
-    {"interval", 0, "DURATION", "watch: how often to redraw (default 1s)"},
-    {"help", 'h', "", "this help"},
-    {"version", 0, "", "the version"},
-};
+std::string upper(std::string_view word) {
+    std::string out(word);
+    for (auto& c : out)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// The options; a start's come from its fields (control/schema.hh).
+const std::vector<OptionSpec>& options() {
+    static const std::vector<OptionSpec> table = [] {
+        static std::deque<std::string> texts; // what the start options' help views
+        std::vector<OptionSpec> t = {
+            {"socket", 0, "PATH", "the daemon's unix socket (default /run/prewarmd/api.sock)"},
+            {"url", 0, "URL", "its HTTP API instead, e.g. https://10.0.0.5:7433"},
+            {"token-file", 0, "FILE", "a file holding the bearer token (or PREWARMD_TOKEN)"},
+            {"cacert", 0, "FILE", "the CA certificate of an https URL"},
+            {"json", 0, "", "print the API's JSON instead of text"},
+            {"no-color", 0, "", "no colours (also when NO_COLOR is set or not on a terminal)"},
+        };
+        for (const auto& f : start_fields()) {
+            const auto& value = texts.emplace_back(f.kind == Field::Kind::count ? "N"
+                                                   : f.kind == Field::Kind::rate
+                                                       ? "RATE"
+                                                       : upper(f.cli));
+            t.push_back({f.cli, 0, value, texts.emplace_back("start: " + field_help(f))});
+        }
+        t.insert(t.end(), {
+                              {"timeout", 0, "DURATION",
+                               "wait: give up after this long, e.g. 30min (exit 7)"},
+                              {"interval", 0, "DURATION", "watch: how often to redraw (default 1s)"},
+                              {"help", 'h', "", "this help"},
+                              {"version", 0, "", "the version"},
+                          });
+        return t;
+    }();
+    return table;
+}
 
 struct Context;
 
@@ -84,7 +108,7 @@ std::string usage() {
            "DISK is a disk id, a kernel name (xvdb) or a device (/dev/xvdb).\n"
            "\n"
            "Options:\n" +
-           options_help(options) +
+           options_help(options()) +
            "\n"
            "Environment: PREWARMD_SOCKET, PREWARMD_URL, PREWARMD_TOKEN, NO_COLOR.\n"
            "\n"
@@ -514,7 +538,7 @@ std::string bash_completion() {
     std::vector<std::string> commands, all_options, with_values, choices_cases;
     for (const auto& v : verbs())
         commands.push_back(v.name);
-    for (const auto& o : options) {
+    for (const auto& o : options()) {
         all_options.push_back("--" + std::string(o.name));
         if (!o.value_name.empty())
             with_values.push_back("--" + std::string(o.name));
@@ -751,7 +775,7 @@ const std::vector<Verb>& verbs() {
 
 int run(int argc, char** argv) {
     const std::vector<std::string> raw(argv + 1, argv + argc);
-    auto parsed = parse_args(raw, options);
+    auto parsed = parse_args(raw, options());
     if (!parsed)
         return fail(ctl_exit::usage, parsed.error().message + " (prewarmctl --help)");
     const auto& args = *parsed;

@@ -33,13 +33,15 @@ constexpr std::array<Field, 3> start{{
      .kind = K::choice,
      .dbus_type = "s",
      .choices = modes,
-     .example = "zero"},
+     .example = "zero",
+     .help = "what the job does"},
     {.key = "rate_bytes_per_s",
      .cli = "rate",
      .kind = K::rate,
      .dbus_type = "t",
      .max = max_rate,
-     .example = "50MiB/s"},
+     .example = "50MiB/s",
+     .help = "its own rate, outside the shared one"},
     {.key = "queue_depth",
      .cli = "queue-depth",
      .section = "prefill",
@@ -48,7 +50,8 @@ constexpr std::array<Field, 3> start{{
      .dbus_type = "u",
      .min = 1,
      .max = 64,
-     .example = "8"},
+     .example = "8",
+     .help = "chunks in flight"},
 }};
 
 constexpr std::array<Field, 3> settings{{
@@ -60,7 +63,8 @@ constexpr std::array<Field, 3> settings{{
      .kind = K::rate,
      .dbus_type = "t",
      .max = max_rate,
-     .example = "200MiB/s"},
+     .example = "200MiB/s",
+     .help = "the rate running jobs share"},
     {.key = "max_parallel",
      .property = "MaxParallel",
      .cli = "max-parallel",
@@ -70,7 +74,8 @@ constexpr std::array<Field, 3> settings{{
      .dbus_type = "u",
      .min = 1,
      .max = 64,
-     .example = "2"},
+     .example = "2",
+     .help = "jobs at once"},
     {.key = "auto_prefill",
      .property = "AutoPrefill",
      .cli = "auto",
@@ -79,7 +84,8 @@ constexpr std::array<Field, 3> settings{{
      .kind = K::choice,
      .dbus_type = "s",
      .choices = auto_policies,
-     .example = "blank"},
+     .example = "blank",
+     .help = "which disks are warmed by themselves"},
 }};
 
 std::string joined(std::span<const std::string_view> words, std::string_view last) {
@@ -135,6 +141,18 @@ std::string field_keys(std::span<const Field> fields) {
     for (const auto& f : fields)
         out += (out.empty() ? "" : ", ") + std::string(f.key);
     return out;
+}
+
+std::string field_help(const Field& f) {
+    switch (f.kind) {
+    case Field::Kind::choice:
+        return std::string(f.help) + ": " + joined(f.choices, " or ");
+    case Field::Kind::count:
+        return std::string(f.help) + ", " + std::to_string(f.min) + " to " + std::to_string(f.max);
+    case Field::Kind::rate:
+        return std::string(f.help) + ", e.g. " + std::string(f.example) + " or unlimited";
+    }
+    return std::string(f.help);
 }
 
 Result<FieldValue> check_value(const Field& f, const FieldValue& value) {

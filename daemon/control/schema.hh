@@ -44,7 +44,12 @@ struct Field {
     uint64_t min = 0, max = 0;                 // count, rate (a rate's min is 0: unlimited)
     std::span<const std::string_view> choices; // choice
     std::string_view example;                  // for messages: "50MiB/s"
+    std::string_view help;                     // what it is, for help texts
 };
+
+// An option's help line, from its field: "chunks in flight, 1 to 64", "what the
+// job does: zero, rewrite or read", "its own rate, ..., e.g. 50MiB/s or unlimited".
+std::string field_help(const Field& field);
 
 // The options of a start: mode, rate_bytes_per_s, queue_depth.
 std::span<const Field> start_fields();

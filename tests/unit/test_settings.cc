@@ -137,3 +137,11 @@ TEST_CASE("the D-Bus interface's writable properties are the settings' Fields") 
         fields.insert(std::string(f.property) + " " + std::string(f.dbus_type));
     CHECK(writable == fields);
 }
+
+TEST_CASE("an option's help comes from its Field: its words, range or example") {
+    CHECK(field_help(*field_by_key(start_fields(), "mode")) ==
+          "what the job does: zero, rewrite or read");
+    CHECK(field_help(*field_by_key(start_fields(), "queue_depth")) == "chunks in flight, 1 to 64");
+    CHECK(field_help(*field_by_key(start_fields(), "rate_bytes_per_s")) ==
+          "its own rate, outside the shared one, e.g. 50MiB/s or unlimited");
+}
