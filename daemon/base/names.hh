@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace prewarmd {
 
@@ -61,15 +62,23 @@ constexpr std::optional<E> parse_name(std::string_view text) {
     return std::nullopt;
 }
 
-// "zero, rewrite or read", for messages.
+// "zero, rewrite or read": the words, `last` before the last one.
+inline std::string joined_words(std::span<const std::string_view> words,
+                                std::string_view last = " or ") {
+    std::string out;
+    for (size_t i = 0; i < words.size(); ++i)
+        out += std::string(i == 0 ? "" : i + 1 == words.size() ? last : ", ") +
+               std::string(words[i]);
+    return out;
+}
+
+// E's names so, for messages.
 template <HasNames E>
 std::string names_text(std::string_view last = " or ") {
-    const auto table = names_of(E{});
-    std::string out;
-    for (size_t i = 0; i < table.size(); ++i)
-        out += std::string(i == 0 ? "" : i + 1 == table.size() ? last : ", ") +
-               std::string(table[i].name);
-    return out;
+    std::vector<std::string_view> words;
+    for (const auto& n : names_of(E{}))
+        words.push_back(n.name);
+    return joined_words(words, last);
 }
 
 } // namespace prewarmd

@@ -41,60 +41,6 @@ const Field* field_for(std::string_view section, std::string_view key) {
     return nullptr;
 }
 
-// A TOML value as its Field takes it: a whole number, a rate ("50MiB/s",
-// "unlimited") or one of its words.
-Result<FieldValue> field_value(const Field& f, const toml::node& node) {
-    const auto range = [&] {
-        return "from " + std::to_string(f.min) + " to " + std::to_string(f.max);
-    };
-    switch (f.kind) {
-    case Field::Kind::count: {
-        const auto* n = node.as_integer();
-        if (!n)
-            return Error{-EINVAL, "expected a whole number " + range()};
-        if (n->get() < 0 || static_cast<uint64_t>(n->get()) < f.min ||
-            static_cast<uint64_t>(n->get()) > f.max)
-            return Error{-EINVAL,
-                         "expected a whole number " + range() + ", not " + std::to_string(n->get())};
-        return FieldValue(static_cast<uint64_t>(n->get()));
-    }
-    case Field::Kind::rate: {
-        const auto* s = node.as_string();
-        if (!s)
-            return Error{-EINVAL, "expected a string, such as \"" + std::string(f.example) + "\""};
-        const auto r = parse_rate_or_unlimited(s->get());
-        if (!r)
-            return Error{-EINVAL, r.error().message + " (or \"unlimited\")"};
-        if (*r > f.max)
-            return Error{-EINVAL, "at most " + format_rate(static_cast<double>(f.max))};
-        return FieldValue(*r);
-    }
-    case Field::Kind::choice: {
-        const auto* s = node.as_string();
-        if (s && std::find(f.choices.begin(), f.choices.end(), s->get()) != f.choices.end())
-            return FieldValue(s->get());
-        std::string names;
-        for (const auto& c : f.choices)
-            names += (names.empty() ? "\"" : ", \"") + std::string(c) + "\"";
-        return Error{-EINVAL, "expected one of " + names};
-    }
-    }
-    return Error{-EINVAL, "unknown kind"};
-}
-
-uint64_t number(const FieldValue& v) {
-    return std::get<uint64_t>(v);
-}
-
-unsigned count_of(const FieldValue& v) {
-    return static_cast<unsigned>(std::get<uint64_t>(v));
-}
-
-template <HasNames E>
-E choice_of(const FieldValue& v) {
-    return *parse_name<E>(std::get<std::string>(v));
-}
-
 std::optional<std::string> string_of(const toml::node& node) {
     if (const auto* s = node.as_string())
         return s->get();
@@ -211,6 +157,13 @@ std::string rule_list(const toml::node& node, std::vector<std::string>& out) {
     return {};
 }
 
+std::string expected_one_of(std::span<const std::string_view> words) {
+    std::string names;
+    for (const auto& w : words)
+        names += (names.empty() ? "\"" : ", \"") + std::string(w) + "\"";
+    return "expected one of " + names;
+}
+
 // One of the names of E (base/names.hh).
 template <HasNames E>
 std::string choice(const toml::node& node, E& out) {
@@ -219,10 +172,57 @@ std::string choice(const toml::node& node, E& out) {
         out = *value;
         return {};
     }
-    std::string names;
+    std::vector<std::string_view> words;
     for (const auto& n : names_of(E{}))
-        names += (names.empty() ? "\"" : ", \"") + std::string(n.name) + "\"";
-    return "expected one of " + names;
+        words.push_back(n.name);
+    return expected_one_of(words);
+}
+
+// A TOML value as its Field takes it: a whole number, a rate ("50MiB/s",
+// "unlimited") or one of its words.
+Result<FieldValue> field_value(const Field& f, const toml::node& node) {
+    std::string error;
+    FieldValue value;
+    switch (f.kind) {
+    case Field::Kind::count: {
+        unsigned n = 0;
+        error = count(node, n, static_cast<int64_t>(f.min), static_cast<int64_t>(f.max));
+        value = uint64_t{n};
+        break;
+    }
+    case Field::Kind::rate: {
+        uint64_t rate = 0;
+        error = from_text(node, rate_value, rate, f.example);
+        if (error.empty() && rate > f.max)
+            error = "at most " + format_rate(static_cast<double>(f.max));
+        value = rate;
+        break;
+    }
+    case Field::Kind::choice: {
+        const auto text = string_of(node);
+        if (text && std::find(f.choices.begin(), f.choices.end(), *text) != f.choices.end())
+            value = *text;
+        else
+            error = expected_one_of(f.choices);
+        break;
+    }
+    }
+    if (!error.empty())
+        return Error{-EINVAL, error};
+    return value;
+}
+
+uint64_t number(const FieldValue& v) {
+    return std::get<uint64_t>(v);
+}
+
+unsigned count_of(const FieldValue& v) {
+    return static_cast<unsigned>(std::get<uint64_t>(v));
+}
+
+template <HasNames E>
+E choice_of(const FieldValue& v) {
+    return *parse_name<E>(std::get<std::string>(v));
 }
 
 const std::vector<Option>& options() {

@@ -88,16 +88,6 @@ constexpr std::array<Field, 3> settings{{
      .help = "which disks are warmed by themselves"},
 }};
 
-std::string joined(std::span<const std::string_view> words, std::string_view last) {
-    std::string out;
-    for (size_t i = 0; i < words.size(); ++i)
-        out += std::string(i == 0                  ? ""
-                           : i + 1 == words.size() ? last
-                                                   : ", ") +
-               std::string(words[i]);
-    return out;
-}
-
 } // namespace
 
 std::span<const ActionSpec> action_specs() {
@@ -146,7 +136,7 @@ std::string field_keys(std::span<const Field> fields) {
 std::string field_help(const Field& f) {
     switch (f.kind) {
     case Field::Kind::choice:
-        return std::string(f.help) + ": " + joined(f.choices, " or ");
+        return std::string(f.help) + ": " + joined_words(f.choices, " or ");
     case Field::Kind::count:
         return std::string(f.help) + ", " + std::to_string(f.min) + " to " + std::to_string(f.max);
     case Field::Kind::rate:
@@ -162,7 +152,7 @@ Result<FieldValue> check_value(const Field& f, const FieldValue& value) {
         if (!word)
             return Error{-EDOM, name + " is a string"};
         if (std::find(f.choices.begin(), f.choices.end(), *word) == f.choices.end())
-            return Error{-EINVAL, name + " is one of " + joined(f.choices, ", ")};
+            return Error{-EINVAL, name + " is one of " + joined_words(f.choices, ", ")};
         return value;
     }
     const auto* n = std::get_if<uint64_t>(&value);

@@ -444,8 +444,8 @@ void Service::grace_outcomes() {
 }
 
 // To the scheduler once its volume is known: a Xen disk's is read off the loop
-// (discovery/volume_reader.hh), any other has none.
-// `then` runs once the disk is with the scheduler, or dropped.
+// (discovery/volume_reader.hh), any other has none. `then` runs once the disk is
+// with the scheduler, or dropped.
 void Service::attach(const DiskInfo& disk, std::function<void()> then) {
     const auto attach = ++m_attaches[disk.devpath];
     if (!names_xen_volume(disk)) {
