@@ -8,6 +8,7 @@
 
 #include "base/result.hh"
 #include "config/config.hh"
+#include "events/outbox.hh"
 #include "scheduler/scheduler.hh"
 
 namespace prewarmd {
@@ -37,6 +38,8 @@ public:
     virtual Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) = 0;
     // Discovery runs: the daemon has enumerated the disks and listens to udev.
     virtual bool ready() = 0;
+    // The webhooks' outbox and deliveries (any thread: it has its own lock).
+    virtual OutboxFigures outbox() = 0;
 };
 
 } // namespace prewarmd

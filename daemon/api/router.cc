@@ -299,7 +299,7 @@ ApiResponse ApiRouter::metrics(const ApiRequest&, const std::string&) {
         return error_response(!disks ? disks.error() : settings.error());
     ApiResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    r.body = prometheus_metrics(*disks, *settings);
+    r.body = prometheus_metrics(*disks, *settings, m_backend.outbox());
     return r;
 }
 
@@ -394,7 +394,8 @@ ApiResponse ApiRouter::patch_settings(const ApiRequest& request, const std::stri
                     : error_response(settings.error());
 }
 
-std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSettings& settings) {
+std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSettings& settings,
+                               const OutboxFigures& box) {
     std::string out;
     const auto family = [&](std::string_view name, std::string_view type, std::string_view help) {
         out += "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " +
@@ -505,12 +506,30 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
         out += "prewarmd_disk_write_latency_seconds_count{" + labels(d) + "} " +
                std::to_string(l.count) + "\n";
     }
-    family("prewarmd_total_rate_bytes_per_second", "gauge",
-           "The rate running jobs share; 0: unlimited.");
-    out += "prewarmd_total_rate_bytes_per_second " +
-           std::to_string(settings.total_rate_bytes_per_s) + "\n";
-    family("prewarmd_max_parallel", "gauge", "Jobs that may run at once.");
-    out += "prewarmd_max_parallel " + std::to_string(settings.max_parallel) + "\n";
+    // A family of one series, unlabelled.
+    const auto single = [&](const char* name, const char* type, const char* help,
+                            const std::string& value) {
+        family(name, type, help);
+        out += std::string(name) + " " + value + "\n";
+    };
+    single("prewarmd_total_rate_bytes_per_second", "gauge",
+           "The rate running jobs share; 0: unlimited.",
+           std::to_string(settings.total_rate_bytes_per_s));
+    single("prewarmd_max_parallel", "gauge", "Jobs that may run at once.",
+           std::to_string(settings.max_parallel));
+    single("prewarmd_events_waiting", "gauge",
+           "Webhook events in the outbox, not yet taken by their receiver.",
+           std::to_string(box.waiting));
+    single("prewarmd_events_dropped_total", "counter",
+           "Webhook events dropped this run: over outbox_max, or their receiver no longer named.",
+           std::to_string(box.dropped));
+    single("prewarmd_events_delivered_total", "counter",
+           "Webhook events their receiver took (2xx) this run.", std::to_string(box.delivered));
+    single("prewarmd_events_failed_attempts_total", "counter",
+           "Webhook deliveries that got no answer, or not a 2xx, this run.",
+           std::to_string(box.failed_attempts));
+    single("prewarmd_events_last_delivery_seconds", "gauge",
+           "From the last delivered event's time to its receiver's 2xx.", num(box.last_delivery_s));
     return out;
 }
 

@@ -72,7 +72,8 @@ ApiResponse problem(Refusal refusal, const std::string& detail, int status = 0);
 // A disk id: letters, digits, '.', '_' and '-', at most 200 of them.
 bool valid_disk_id(std::string_view id);
 // The text of GET /metrics (Prometheus text format 0.0.4).
-std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSettings& settings);
+std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSettings& settings,
+                               const OutboxFigures& outbox);
 std::string disk_json(const DiskView& disk);
 
 } // namespace prewarmd

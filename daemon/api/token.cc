@@ -1,9 +1,7 @@
 #include "api/token.hh"
 
-#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -14,7 +12,7 @@
 #include <openssl/evp.h>
 
 #include "base/atomic_file.hh"
-#include "base/unique_fd.hh"
+#include "base/private_file.hh"
 
 namespace prewarmd {
 namespace {
@@ -89,38 +87,10 @@ Result<TokenDigest> load_token(const std::string& path) {
     const auto bad = [&](const std::string& why) {
         return Error{-EINVAL, "[api] token_file " + path + ": " + why};
     };
-    // Its directory too: whoever may replace the file chooses the token.
-    const auto slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "."
-                            : slash == 0               ? "/"
-                                                       : path.substr(0, slash);
-    struct stat dir_st {};
-    if (::stat(dir.c_str(), &dir_st) < 0)
-        return bad(dir + ": " + std::strerror(errno));
-    if ((dir_st.st_uid != 0 && dir_st.st_uid != ::geteuid()) ||
-        ((dir_st.st_mode & 022) && !(dir_st.st_mode & S_ISVTX)))
-        return bad("its directory " + dir +
-                   " may be written by others than root: the file "
-                   "could be replaced");
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd)
-        return bad(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode))
-        return bad("not a regular file");
-    if (st.st_uid != ::geteuid())
-        return bad("owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
-                   std::to_string(::geteuid()) + " (this daemon): chown it");
-    if (st.st_mode & 077)
-        return bad("readable by others than its owner: chmod 600 it");
-    char buffer[4097];
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0)
-        return bad(std::strerror(errno));
-    std::string token(buffer, static_cast<size_t>(n));
-    OPENSSL_cleanse(buffer, sizeof buffer);
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
-        token.pop_back();
+    auto read = read_private_file(path, 4097);
+    if (!read)
+        return Error{read.error().err, "[api] token_file " + read.error().message};
+    std::string token = std::move(*read);
     const auto cleanse = [&] { OPENSSL_cleanse(token.data(), token.size()); };
     if (token.size() < 16 || token.size() > 4096) {
         cleanse();

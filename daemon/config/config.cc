@@ -11,6 +11,7 @@
 
 #include "base/units.hh"
 #include "control/schema.hh"
+#include "events/webhooks.hh"
 
 namespace prewarmd {
 namespace {
@@ -140,21 +141,34 @@ std::string boolean(const toml::node& node, bool& out) {
     return {};
 }
 
-std::string rule_list(const toml::node& node, std::vector<std::string>& out) {
+// A list of strings, `what` each ("rule", "URL"), each checked by `check`.
+template <typename Check>
+std::string string_list(const toml::node& node, std::vector<std::string>& out,
+                        const std::string& what, std::string_view example, Check check) {
     const auto* array = node.as_array();
     if (!array)
-        return "expected a list of rules, such as [\"xen\", \"name:xvd[b-z]\"]";
-    std::vector<std::string> rules;
+        return "expected a list of " + what + "s, such as " + std::string(example);
+    std::vector<std::string> items;
     for (const auto& item : *array) {
         const auto text = string_of(item);
         if (!text)
-            return "every rule is a string";
-        if (auto rule = parse_match_rule(*text); !rule)
-            return rule.error().message;
-        rules.push_back(*text);
+            return "every " + what + " is a string";
+        if (const auto checked = check(*text); !checked)
+            return checked.error().message;
+        items.push_back(*text);
     }
-    out = std::move(rules);
+    out = std::move(items);
     return {};
+}
+
+std::string rule_list(const toml::node& node, std::vector<std::string>& out) {
+    return string_list(node, out, "rule", "[\"xen\", \"name:xvd[b-z]\"]",
+                       [](const std::string& text) { return parse_match_rule(text); });
+}
+
+std::string url_list(const toml::node& node, std::vector<std::string>& out) {
+    return string_list(node, out, "URL", "[\"https://cp.example/hooks/prewarmd\"]",
+                       [](const std::string& text) { return split_webhook_url(text); });
 }
 
 std::string expected_one_of(std::span<const std::string_view> words) {
@@ -449,6 +463,32 @@ const std::vector<Option>& options() {
              return text(n, c.dbus_group, "a group name, or \"\" for root only");
          },
          [](const Config& a, const Config& b) { return a.dbus_group == b.dbus_group; }},
+        {"events", "webhook", "[]",
+         "URLs each job's start and end (and each warm disk given back) is POSTed to, as a\n"
+         "signed CloudEvent (docs/events.md). Beyond this machine, https://: http:// sends\n"
+         "the disks' details in the clear.",
+         true, [](const toml::node& n, Config& c) { return url_list(n, c.events_webhooks); },
+         [](const Config& a, const Config& b) { return a.events_webhooks == b.events_webhooks; }},
+        {"events", "secret_file", "\"\"",
+         "The key the events are signed with (Standard Webhooks): a file of mode 0600, the\n"
+         "daemon's (root's), holding \"whsec_\" and base64, or 16 bytes or more; needed with\n"
+         "webhook. Read again on a reload.",
+         true, [](const toml::node& n, Config& c) { return path_or_empty(n, c.events_secret_file); },
+         [](const Config& a, const Config& b) {
+             return a.events_secret_file == b.events_secret_file;
+         }},
+        {"events", "ca_file", "\"\"",
+         "PEM certificates an https:// receiver's must chain to; \"\": the system's store.", true,
+         [](const toml::node& n, Config& c) { return path_or_empty(n, c.events_ca_file); },
+         [](const Config& a, const Config& b) { return a.events_ca_file == b.events_ca_file; }},
+        {"events", "outbox_max", "1000",
+         "Events kept for receivers that have not taken them (STATE_DIR/outbox), 1 to\n"
+         "10000; past it the oldest are dropped, and counted.",
+         true,
+         [](const toml::node& n, Config& c) { return count(n, c.events_outbox_max, 1, 10000); },
+         [](const Config& a, const Config& b) {
+             return a.events_outbox_max == b.events_outbox_max;
+         }},
     };
     return table;
 }
@@ -505,7 +545,7 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
         if (!table || !known_section)
             return Error{-EINVAL,
                          where(source, section_key.source()) + ": [" + section +
-                             "]: unknown section (daemon, discovery, prefill, api, dbus, rates)"};
+                             "]: unknown section (daemon, discovery, prefill, api, dbus, events, rates)"};
         for (const auto& [key_name, value] : *table) {
             const std::string key(key_name.str());
             const Option* option = nullptr;
@@ -542,6 +582,9 @@ Result<Config> parse_config(std::string_view text, const std::string& source) {
     config.match_rules = std::move(*match);
     config.exclude_rules = std::move(*exclude);
     config.adaptive_watch_rules = std::move(*watch);
+    if (!config.events_webhooks.empty() && config.events_secret_file.empty())
+        return Error{-EINVAL, source + ": [events] webhook needs secret_file: the events are "
+                                       "signed, for receivers to know them"};
     if (const auto over =
             over_buffer_budget(config.max_parallel, config.queue_depth, config.chunk_bytes);
         !over.empty())

@@ -63,6 +63,11 @@ struct Config {
     bool dbus_enabled = true;
     std::string dbus_address; // "": the system bus
     std::string dbus_group = "prewarmd";
+    // [events]: the webhooks (docs/events.md)
+    std::vector<std::string> events_webhooks; // http(s) URLs
+    std::string events_secret_file;           // the signing secret: needed with webhooks
+    std::string events_ca_file;               // "": the system's CA store
+    unsigned events_outbox_max = 1000;        // events waiting, per receiver and all
     // [rates]: "RULE" = "RATE", a disk's own rate, outside the shared budget
     std::vector<RateOverride> rates;
 

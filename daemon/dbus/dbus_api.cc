@@ -289,7 +289,7 @@ void DbusApi::sync_objects() {
     }
 }
 
-void DbusApi::on_changed(std::string_view event, const std::string& identity) {
+void DbusApi::on_changed(DiskChange change, const std::string& identity) {
     try {
         sync_objects();
     } catch (const sdbus::Error&) {
@@ -298,9 +298,9 @@ void DbusApi::on_changed(std::string_view event, const std::string& identity) {
     const sdbus::ObjectPath path(disk_path(identity));
     const auto object = m_disks.find(identity);
     emit_quietly([&] {
-        if (event == "added") {
+        if (change == DiskChange::added) {
             m_manager->emitDiskAdded(identity, path);
-        } else if (event == "removed") {
+        } else if (change == DiskChange::removed) {
             m_manager->emitDiskRemoved(identity, path);
         } else if (const auto disk = m_scheduler->disk(identity)) {
             m_manager->emitJobStateChanged(identity, path, std::string(to_string(disk->state)),

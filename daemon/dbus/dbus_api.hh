@@ -26,8 +26,9 @@ public:
                                                   const std::string& group, LogFn log);
     ~DbusApi();
 
-    // The scheduler's changes ("added", "removed", "state") and the 1 s progress tick.
-    void on_changed(std::string_view event, const std::string& identity);
+    // The scheduler's changes (a warm_again comes with its state change) and the 1 s
+    // progress tick.
+    void on_changed(DiskChange change, const std::string& identity);
     void on_progress();
     // The settings or the boot changed outside D-Bus (the HTTP API, a reload, systemd).
     void on_settings_changed();

@@ -246,7 +246,7 @@ void Scheduler::set_state(Entry& e, DiskState state, std::string reason) {
     }
     log(warning, e, change);
     if (m_hooks.changed)
-        m_hooks.changed("state", e.identity);
+        m_hooks.changed(DiskChange::state, e.identity);
 }
 
 void Scheduler::enter_discovered(Entry& e, std::string reason) {
@@ -425,7 +425,7 @@ void Scheduler::on_attached(const DiskInfo& disk) {
     if (!e.first_seen_unix)
         e.first_seen_unix = now_unix();
     if (m_hooks.changed)
-        m_hooks.changed("added", e.identity);
+        m_hooks.changed(DiskChange::added, e.identity);
     decide(e);
     schedule();
 }
@@ -568,6 +568,8 @@ void Scheduler::warm_again(Entry& e, uint64_t discarded) {
     e.kind = BlockJob{};
     log(true, e, format_size(discarded) +
                      " discarded since it was warm (fstrim, mkfs, blkdiscard): warmed again");
+    if (m_hooks.changed)
+        m_hooks.changed(DiskChange::warm_again, e.identity);
     e.match = decide_match(e.disk, m_config.match_rules, m_config.exclude_rules,
                            m_host.protected_disks());
     e.look = e.match.matched ? m_host.look(e.disk) : not_examined();
@@ -684,7 +686,7 @@ void Scheduler::on_detached(const DiskInfo& disk) {
         forget_detached(*e);
     // Last: a disk forgotten above is gone from disks() by now.
     if (m_hooks.changed)
-        m_hooks.changed("removed", identity);
+        m_hooks.changed(DiskChange::removed, identity);
 }
 
 // A disk attached again while its old job was ending: judged now, as any attach.

@@ -81,6 +81,8 @@ struct SettingsChange {
     void set(const Field& field, const FieldValue& value);
 };
 
+enum class DiskChange { added, state, removed, warm_again };
+
 class Scheduler {
 public:
     struct Hooks {
@@ -94,8 +96,9 @@ public:
         std::function<void()> wake;
         // One line per decision, with the disk's id.
         std::function<void(bool warning, const std::string& line)> log;
-        // A disk came (added), went (removed) or changed state: for the event stream.
-        std::function<void(std::string_view event, const std::string& identity)> changed;
+        // A disk came, went, changed state, or was given back (warm_again): for the
+        // event stream, D-Bus and the webhooks.
+        std::function<void(DiskChange change, const std::string& identity)> changed;
     };
 
     // `config` is the daemon's one copy: the scheduler reads it as it is now, and

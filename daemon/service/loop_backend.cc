@@ -17,9 +17,10 @@ Error busy() {
 } // namespace
 
 LoopBackend::LoopBackend(Dispatcher& dispatcher, Scheduler& scheduler,
-                         const std::atomic<bool>& ready, std::function<void()> settings_changed)
+                         const std::atomic<bool>& ready, std::function<void()> settings_changed,
+                         const Webhooks& webhooks)
     : m_dispatcher(dispatcher), m_scheduler(scheduler), m_ready(ready),
-      m_settings_changed(std::move(settings_changed)) {}
+      m_settings_changed(std::move(settings_changed)), m_webhooks(webhooks) {}
 
 template <typename Work>
 auto LoopBackend::on_loop(Work work) -> Result<decltype(work())> {

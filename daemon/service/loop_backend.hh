@@ -8,6 +8,7 @@
 
 #include "api/backend.hh"
 #include "base/dispatcher.hh"
+#include "events/webhooks.hh"
 #include "scheduler/scheduler.hh"
 
 namespace prewarmd {
@@ -15,7 +16,7 @@ namespace prewarmd {
 class LoopBackend final : public ApiBackend {
 public:
     LoopBackend(Dispatcher& dispatcher, Scheduler& scheduler, const std::atomic<bool>& ready,
-                std::function<void()> settings_changed);
+                std::function<void()> settings_changed, const Webhooks& webhooks);
 
     Result<std::vector<DiskView>> disks() override;
     Result<std::optional<DiskView>> disk(const std::string& id) override;
@@ -24,6 +25,7 @@ public:
     Result<ApiSettings> settings() override;
     Result<ApiSettings> update_settings(const ApiSettingsPatch& patch) override;
     bool ready() override { return m_ready; }
+    OutboxFigures outbox() override { return m_webhooks.figures(); }
 
 private:
     template <typename Work>
@@ -34,6 +36,7 @@ private:
     Scheduler& m_scheduler;
     const std::atomic<bool>& m_ready;
     std::function<void()> m_settings_changed;
+    const Webhooks& m_webhooks;
 };
 
 } // namespace prewarmd

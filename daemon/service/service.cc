@@ -24,6 +24,7 @@
 #include "api/router.hh"
 #include "api/server.hh"
 #include "base/dispatcher.hh"
+#include "base/private_file.hh"
 #include "base/event_loop.hh"
 #include "base/json_text.hh"
 #include "config/config.hh"
@@ -35,10 +36,12 @@
 #include "discovery/udev.hh"
 #include "discovery/volume_reader.hh"
 #include "discovery/xenstore.hh"
+#include "events/webhooks.hh"
 #include "safety/filesystem.hh"
 #include "safety/grace.hh"
 #include "scheduler/adaptive.hh"
 #include "scheduler/scheduler.hh"
+#include "service/disk_events.hh"
 #include "service/disk_job_host.hh"
 #include "service/log.hh"
 #include "service/loop_backend.hh"
@@ -75,6 +78,46 @@ std::string read_text_file(const char* path) {
     return text.str();
 }
 
+// The webhooks as the file names them, with the key read from secret_file.
+Result<WebhookSettings> webhook_settings(const Config& config) {
+    WebhookSettings settings;
+    settings.urls = config.events_webhooks;
+    settings.ca_file = config.events_ca_file;
+    settings.outbox_max = config.events_outbox_max;
+    if (!settings.ca_file.empty() && ::access(settings.ca_file.c_str(), R_OK) < 0)
+        return errno_error("[events] ca_file " + settings.ca_file);
+    if (config.events_secret_file.empty())
+        return settings;
+    auto secret = read_private_file(config.events_secret_file, 4096);
+    if (!secret)
+        return Error{-EINVAL, "[events] secret_file " + secret.error().message};
+    auto key = webhook_key(*secret);
+    forget_secret(*secret);
+    if (!key)
+        return Error{-EINVAL, "[events] secret_file " + config.events_secret_file + ": " +
+                                  key.error().message};
+    settings.key = std::move(*key);
+    return settings;
+}
+
+// Who the events come from: this machine's id (machine-id(5)), else its host name.
+std::string machine_name() {
+    auto id = read_text_file("/etc/machine-id");
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' '))
+        id.pop_back();
+    if (!id.empty())
+        return id;
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return host;
+}
+
+int64_t unix_ms_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 // The daemon's pieces and how they are wired: it owns the configuration (the
 // scheduler refers to it), and does nothing itself but pass events
 // from one piece to another.
@@ -93,6 +136,7 @@ private:
     Result<void> start_signals();
     Result<void> start_udev();
     Result<void> start_grace();
+    Result<void> start_webhooks();
     Result<void> start_scheduler();
     Result<void> start_dbus();
     Result<void> start_sources();
@@ -108,7 +152,8 @@ private:
     void reload();
     void every_second();
     void notify_status();
-    void publish(std::string_view event, const std::string& identity);
+    void publish(DiskChange change, const std::string& identity);
+    void post_event(std::string_view what, const DiskView& disk);
     void publish_progress();
     void adapt();
 
@@ -120,6 +165,9 @@ private:
     std::optional<Udev> m_udev;
     std::optional<UdevMonitor> m_monitor;
     std::optional<AttachGrace> m_grace;
+    std::unique_ptr<Webhooks> m_webhooks; // before the scheduler: it posts till its end
+    DiskEvents m_disk_events;
+    std::string m_machine = machine_name();
     std::optional<Scheduler> m_scheduler;
     EventBus m_events;
     std::atomic<bool> m_ready{false};
@@ -153,7 +201,8 @@ Result<void> Service::start() {
     static constexpr Step steps[] = {
         {"the event loop", &Service::start_loop},       {"signals", &Service::start_signals},
         {"the udev monitor", &Service::start_udev},     {"the attach grace", &Service::start_grace},
-        {"the scheduler", &Service::start_scheduler},   {"D-Bus", &Service::start_dbus},
+        {"the webhooks", &Service::start_webhooks},     {"the scheduler", &Service::start_scheduler},
+        {"D-Bus", &Service::start_dbus},
         {"the event sources", &Service::start_sources}, {"the disks present", &Service::enumerate},
         {"the HTTP API", &Service::start_api},
     };
@@ -197,6 +246,14 @@ Result<void> Service::start_grace() {
     return keep(m_grace, AttachGrace::create());
 }
 
+Result<void> Service::start_webhooks() {
+    auto settings = webhook_settings(m_config);
+    if (!settings)
+        return settings.error();
+    return keep(m_webhooks, Webhooks::start(m_state.path() + "/outbox", std::move(*settings),
+                                            log_line));
+}
+
 Result<void> Service::start_scheduler() {
     Scheduler::Hooks hooks;
     hooks.watch_grace = [this](const std::string& identity, const DiskInfo& disk) {
@@ -220,8 +277,8 @@ Result<void> Service::start_scheduler() {
         [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
     };
     hooks.log = log_line;
-    hooks.changed = [this](std::string_view event, const std::string& identity) {
-        publish(event, identity);
+    hooks.changed = [this](DiskChange change, const std::string& identity) {
+        publish(change, identity);
     };
     m_scheduler.emplace(m_config, m_state, m_host, std::move(hooks));
     return {};
@@ -361,7 +418,8 @@ Result<void> Service::enumerate() {
 }
 
 Result<void> Service::start_api() {
-    m_backend.emplace(*m_dispatcher, *m_scheduler, m_ready, [this] { settings_changed(); });
+    m_backend.emplace(
+        *m_dispatcher, *m_scheduler, m_ready, [this] { settings_changed(); }, *m_webhooks);
     m_router.emplace(*m_backend);
     return keep(m_api, ApiServer::start(m_config, *m_router, m_events, log_line));
 }
@@ -371,18 +429,46 @@ void Service::settings_changed() {
         m_dbus->on_settings_changed();
 }
 
-void Service::publish(std::string_view event, const std::string& identity) {
+void Service::publish(DiskChange change, const std::string& identity) {
+    const auto disk = m_scheduler->disk(identity);
+    if (change == DiskChange::warm_again) { // its state change follows
+        if (disk)
+            post_event("warm_again", *disk);
+        return;
+    }
     if (m_dbus)
-        m_dbus->on_changed(event, identity);
+        m_dbus->on_changed(change, identity);
     if (m_system)
         m_system->want_inhibitor(m_scheduler->busy());
-    if (event == "removed") {
+    if (change == DiskChange::removed) {
+        m_disk_events.removed(identity);
         m_events.publish("disk_removed", json_text(nlohmann::json({{"id", identity}})));
         return;
     }
-    const auto disk = m_scheduler->disk(identity);
-    if (disk)
-        m_events.publish(event == "added" ? "disk_added" : "state_changed", disk_json(*disk));
+    if (!disk)
+        return;
+    m_events.publish(change == DiskChange::added ? "disk_added" : "state_changed",
+                     disk_json(*disk));
+    for (const auto& type : m_disk_events.changed(*disk))
+        post_event(type, *disk);
+}
+
+// To the webhooks: `what` is the last word of the event's type (docs/events.md).
+void Service::post_event(std::string_view what, const DiskView& disk) {
+    auto id = new_event_id();
+    if (!id) {
+        log_warning(disk.identity + ": no " + std::string(what) + " event for the webhooks: " +
+                    id.error().message);
+        return;
+    }
+    CloudEvent event;
+    event.id = std::move(*id);
+    event.type = disk_event_type(what);
+    event.source = "prewarmd://" + m_machine + "/disks/" + disk.identity;
+    event.subject = disk.identity;
+    event.time_unix_ms = unix_ms_now();
+    event.data_json = disk_json(disk);
+    m_webhooks->post(event);
 }
 
 void Service::every_second() {
@@ -537,6 +623,11 @@ void Service::reload() {
         m_scheduler->set_boot_finished(true);
     if (m_dbus)
         m_dbus->set_group(m_config.dbus_group);
+    // The secret too: a rotation.
+    if (auto webhooks = webhook_settings(m_config))
+        m_webhooks->reload(std::move(*webhooks));
+    else
+        log_error("reload: " + webhooks.error().message + "; the webhooks stay as they were");
     // The token is read again whether or not the file's name changed: a rotation.
     if (m_api)
         if (auto access = m_api->reload_access(m_config); !access)
@@ -584,6 +675,8 @@ int Service::run() {
 } // namespace
 
 Result<void> check_config(const Config& config) {
+    if (auto webhooks = webhook_settings(config); !webhooks)
+        return webhooks.error();
     return check_api_config(config);
 }
 

@@ -65,6 +65,6 @@ wait_for_value "prewarmd_disk_job_ends_total{disk=\"$id\",outcome=\"warm\"}" 1 3
 
 # Every rule evaluated against the real series, none in error.
 rules=$(curl -s "$prom/api/v1/rules")
-check_eq "$(jq '[.data.groups[].rules[]] | length' <<<"$rules")" 5 "rules loaded"
+check_eq "$(jq '[.data.groups[].rules[]] | length' <<<"$rules")" 6 "rules loaded"
 check_eq "$(jq -r '[.data.groups[].rules[] | select(.health != "ok")] | length' <<<"$rules")" 0 \
     "rules in error ($(jq -c '[.data.groups[].rules[] | select(.health != "ok") | {name, lastError}]' <<<"$rules"))"

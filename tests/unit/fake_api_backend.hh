@@ -66,9 +66,11 @@ public:
         return m_settings;
     }
     bool ready() override { return is_ready; }
+    OutboxFigures outbox() override { return outbox_figures; }
 
     bool busy = false;
     bool is_ready = true;
+    OutboxFigures outbox_figures;
     int act_error = 0;
     int updates = 0;
     std::vector<std::pair<std::string, DiskAction>> actions;

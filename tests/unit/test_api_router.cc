@@ -178,7 +178,9 @@ TEST_CASE("api: metrics in the Prometheus text format") {
     d.progress.write_latency.at_or_under[0] = 3;
     d.first_seen_unix = 1765000000;
     d.job_ends[JobStatus::stepped_aside] = 2;
-    const auto text = prometheus_metrics(backend.m_disks, backend.m_settings);
+    backend.outbox_figures.waiting = 4;
+    backend.outbox_figures.dropped = 3;
+    const auto text = prometheus_metrics(backend.m_disks, backend.m_settings, backend.outbox_figures);
     const std::string labels = R"({disk="loop-odd\"name",name="loop\\0"})";
     CHECK(text.find("prewarmd_disk_written_bytes_total" + labels + " 200\n") != std::string::npos);
     CHECK(text.find("prewarmd_disk_progress_ratio" + labels + " 0.25\n") != std::string::npos);
@@ -196,6 +198,8 @@ TEST_CASE("api: metrics in the Prometheus text format") {
           std::string::npos);
     CHECK(text.find("# TYPE prewarmd_disk_write_latency_seconds histogram\n") != std::string::npos);
     CHECK(text.find("prewarmd_max_parallel 1\n") != std::string::npos);
+    CHECK(text.find("prewarmd_events_waiting 4\n") != std::string::npos);
+    CHECK(text.find("prewarmd_events_dropped_total 3\n") != std::string::npos);
     CHECK(text.find("prewarmd_disk_first_seen_timestamp_seconds" + labels + " 1765000000\n") !=
           std::string::npos);
     // Every outcome has its series, 0 before it first happens, so that increase()

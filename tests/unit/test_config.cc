@@ -125,6 +125,26 @@ TEST_CASE("errors name the file, the line and the key") {
     CHECK(error_of("[prefill\n").find("/etc/prewarmd/prewarmd.toml:1:") == 0);
 }
 
+TEST_CASE("[events]: webhook URLs are http(s), and signed: they need secret_file") {
+    const auto config = parse_config("[events]\nwebhook = [\"https://cp.example/h\"]\n"
+                                     "secret_file = \"/etc/prewarmd/webhook.secret\"\n"
+                                     "outbox_max = 50\n",
+                                     "x.toml");
+    REQUIRE(config);
+    CHECK(config->events_webhooks == std::vector<std::string>{"https://cp.example/h"});
+    CHECK(config->events_outbox_max == 50);
+    CHECK(error_of("[events]\nwebhook = [\"https://cp.example/h\"]\n")
+              .find("[events] webhook needs secret_file") != std::string::npos);
+    CHECK(error_of("[events]\nwebhook = [\"ftp://cp.example/h\"]\nsecret_file = \"/s\"\n")
+              .find(":2: [events] webhook: \"ftp://cp.example/h\": expected an http:// or "
+                    "https:// URL") != std::string::npos);
+    CHECK(error_of("[events]\noutbox_max = 0\n").find("from 1 to 10000") != std::string::npos);
+    // A reload applies them all.
+    Config before;
+    CHECK(plan_reload(before, *config).need_restart.empty());
+    CHECK(plan_reload(before, *config).applied.size() == 3);
+}
+
 TEST_CASE("the jobs' buffers have one budget: the file may not exceed it, the unit stays above") {
     CHECK(buffer_budget_bytes == 256ULL << 20);
     CHECK(parse_config("[prefill]\nmax_parallel = 8\nqueue_depth = 8\n", "f").ok()); // 256 MiB

@@ -133,6 +133,7 @@ struct Harness {
         hooks.watch_quiet = [this](const std::string& id, const DiskInfo&) { grace.insert(id); };
         hooks.wake = [] {};
         hooks.log = [this](bool, const std::string& line) { log.push_back(line); };
+        hooks.changed = [this](DiskChange change, const std::string&) { changes.push_back(change); };
         scheduler.emplace(config, *state, host, std::move(hooks));
     }
     // Every test: no change the state table forbids. The scheduler goes first: its
@@ -169,6 +170,7 @@ struct Harness {
     std::optional<Scheduler> scheduler;
     std::set<std::string> grace;
     std::vector<std::string> log;
+    std::vector<DiskChange> changes;
 };
 
 FilesystemTarget ext4_at(const std::string& mount_point, const std::string& device) {
@@ -351,10 +353,15 @@ TEST_CASE("a warm disk given back by discards is judged afresh and warmed again"
     h.scheduler->check_discards();
     CHECK(h.state_of(xvdb) == DiskState::warm);
 
-    // An fstrim of unmounted space, say: warmed again after the attach grace.
+    // An fstrim of unmounted space, say: warmed again after the attach grace, and
+    // said (the webhooks' warm_again) before the state changes.
     h.host.discards["xvdb"] += 1ULL << 30;
+    h.changes.clear();
     h.scheduler->check_discards();
     CHECK(h.state_of(xvdb) == DiskState::waiting);
+    REQUIRE(h.changes.size() >= 2);
+    CHECK(h.changes[0] == DiskChange::warm_again);
+    CHECK(h.changes[1] == DiskChange::state);
     CHECK(std::any_of(h.log.begin(), h.log.end(), [](const std::string& l) {
         return l.find("1.02 GiB discarded since it was warm (fstrim, mkfs, blkdiscard): warmed "
                       "again") != std::string::npos;
