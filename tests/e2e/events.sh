@@ -4,8 +4,8 @@
 # - a receiver whose certificate the daemon cannot verify gets nothing; named in
 #   ca_file by a reload, it gets what waited;
 # - a job's end reaches the receiver within 10 s, signed;
-# - the receiver down for 30 s, the daemon SIGKILLed meanwhile: every event still
-#   arrives, at least once;
+# - the receiver down for 30 s, the daemon SIGKILLed meanwhile and its secret
+#   rotated by a reload: every event still arrives, at least once, signed anew;
 # - a receiver that hangs delays no job, no API request, and no stop.
 source "$(dirname "$0")/lib.sh"
 require_devices
@@ -109,6 +109,15 @@ kill -KILL "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null || true
 start_daemon "$(config "$TEST_DIR/receiver.pem")"
 wait_for_api
+# The secret rotated by a reload: what waited is signed with the new one.
+reloads=$(grep -c "reload: " "$DAEMON_LOG")
+(umask 077 && printf 'whsec_%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$TEST_DIR/secret")
+kill -HUP "$DAEMON_PID"
+for _ in $(seq 50); do
+    (($(grep -c "reload: " "$DAEMON_LOG") > reloads)) && break
+    sleep 0.1
+done
+(($(grep -c "reload: " "$DAEMON_LOG") > reloads)) || fail "no reload: $(tail -3 "$DAEMON_LOG")"
 left=$((30 - ($(date +%s) - down_at)))
 ((left <= 0)) || sleep "$left"
 start_receiver
