@@ -340,10 +340,20 @@ int settings(Context& c, const std::optional<json>& patch) {
         print_json(*s);
         return ctl_exit::ok;
     }
-    const auto rate = s->value("total_rate_bytes_per_s", uint64_t{0});
-    std::printf("total rate:    %s\nmax parallel:  %u\nauto prefill:  %s\n",
-                rate ? format_rate(static_cast<double>(rate)).c_str() : "unlimited",
-                s->value("max_parallel", 0u), s->value("auto_prefill", "?").c_str());
+    // One line per setting of the schema, named by its key in the file: "total rate:".
+    for (const auto& f : setting_fields()) {
+        std::string label(f.file_key);
+        std::replace(label.begin(), label.end(), '_', ' ');
+        const auto value = s->find(std::string(f.key));
+        std::string text = "?";
+        if (value != s->end() && f.kind == Field::Kind::choice && value->is_string())
+            text = value->get<std::string>();
+        else if (value != s->end() && value->is_number_unsigned())
+            text = f.kind == Field::Kind::count ? std::to_string(value->get<uint64_t>())
+                   : value->get<uint64_t>()     ? format_rate(value->get<double>())
+                                                : "unlimited";
+        std::printf("%-15s%s\n", (label + ":").c_str(), text.c_str());
+    }
     return ctl_exit::ok;
 }
 
