@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -672,6 +673,23 @@ std::string config_reference_roff() {
         std::string help(o.help);
         std::replace(help.begin(), help.end(), '\n', ' ');
         out += roff(help) + (o.reloadable ? "" : " Needs a restart.") + "\n";
+    }
+    return out;
+}
+
+std::string setting_commands_roff() {
+    std::string out;
+    for (const auto& f : setting_fields()) {
+        const std::string value = f.kind == Field::Kind::rate    ? "RATE"
+                                  : f.kind == Field::Kind::count ? "N"
+                                                                 : joined_words(f.choices, "|");
+        auto help = field_help(f);
+        help[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(help[0])));
+        std::string cli;
+        for (const char c : f.cli)
+            cli += c == '-' ? std::string("\\-") : std::string(1, c);
+        out += ".TP\n.BI \"set " + cli + "\" \" " + roff(value) + "\"\n" + roff(help) +
+               "; the file's [" + std::string(f.section) + "] " + std::string(f.file_key) + ".\n";
     }
     return out;
 }

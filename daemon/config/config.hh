@@ -96,6 +96,8 @@ std::string example_config();
 
 // The same table as roff, for prewarmd.toml(5): a .SS per section, a .TP per key.
 std::string config_reference_roff();
+// prewarmctl(1)'s `set` commands, as roff: a .TP per setting of the schema.
+std::string setting_commands_roff();
 
 // What a reload from `before` to `after` applies at once, and what waits for a
 // restart (and is kept as it was meanwhile).

@@ -1,6 +1,7 @@
-// Writes prewarmd.toml(5) from its template: the line "@OPTIONS@" becomes the
-// option table's reference (config_reference_roff), so the page cannot drift from
-// the settings the daemon takes. Usage: config_man TEMPLATE OUTPUT
+// Writes a man page from its template: the line "@OPTIONS@" becomes the option
+// table's reference (config_reference_roff, for prewarmd.toml(5)), "@SETTINGS@"
+// prewarmctl's set commands (setting_commands_roff, for prewarmctl(1)); so the
+// pages cannot drift from the settings. Usage: config_man TEMPLATE OUTPUT
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -21,15 +22,16 @@ int main(int argc, char** argv) {
     std::ostringstream page;
     bool placed = false;
     for (std::string line; std::getline(in, line);) {
-        if (line == "@OPTIONS@") {
-            page << prewarmd::config_reference_roff();
+        if (line == "@OPTIONS@" || line == "@SETTINGS@") {
+            page << (line == "@OPTIONS@" ? prewarmd::config_reference_roff()
+                                         : prewarmd::setting_commands_roff());
             placed = true;
         } else {
             page << line << '\n';
         }
     }
     if (!placed) {
-        std::fprintf(stderr, "config_man: no @OPTIONS@ line in %s\n", argv[1]);
+        std::fprintf(stderr, "config_man: no @OPTIONS@ or @SETTINGS@ line in %s\n", argv[1]);
         return 1;
     }
     std::ofstream out(argv[2]);
