@@ -98,6 +98,11 @@ void Webhooks::Receiver::run() {
                 return;
         }
         const auto why = attempt(*entry);
+        {
+            std::lock_guard lock(m_mutex);
+            if (m_stop) // cut short: no failure of the receiver's, tried at the next start
+                return;
+        }
         if (why.empty()) {
             m_hooks.m_box->remove(entry->seq);
             {
