@@ -52,7 +52,11 @@ on_cleanup "kill $holder"
 # then): which one depends on when udev's event arrives; untouched either way.
 # The holder is named bash until its exec, which comes after the open.
 wait_for_log "$(disk_pattern busy): (waiting -> skipped: in use during the attach grace: opened by|discovered -> skipped: refused: open in another process:) (sleep|bash) \(pid $holder\)"
-wait_for_log "$(disk_pattern quiet): running -> warm" 30
+# The quiet one is warmed: cowsim says so. Its proof's word is a's and b's above:
+# under a loaded CI machine its zero-write timing may not tell (unproven), which
+# is the daemon's honest answer, not this test's subject.
+wait_for_log "$(disk_pattern quiet): running -> (warm|unproven)" 30
+check_eq "$(stat_of quiet blocks_allocated)" "$(stat_of quiet blocks_total)" "blocks allocated on the quiet disk"
 check_eq "$(stat_of busy blocks_allocated)" 0 "blocks allocated on the disk in use"
 
 stop_daemon
