@@ -521,7 +521,8 @@ std::string prometheus_metrics(const std::vector<DiskView>& disks, const ApiSett
            "Webhook events in the outbox, not yet taken by their receiver.",
            std::to_string(box.waiting));
     single("prewarmd_events_dropped_total", "counter",
-           "Webhook events dropped this run: over outbox_max, or their receiver no longer named.",
+           "Webhook events dropped this run: over outbox_max, their receiver no longer named, "
+           "or not kept (the state directory could not take them).",
            std::to_string(box.dropped));
     single("prewarmd_events_delivered_total", "counter",
            "Webhook events their receiver took (2xx) this run.", std::to_string(box.delivered));

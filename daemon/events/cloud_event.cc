@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -66,6 +67,12 @@ std::string event_json(const CloudEvent& event) {
         {"data", nlohmann::json::parse(event.data_json, nullptr, false)},
     };
     return json_text(out);
+}
+
+int64_t unix_ms_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 Result<std::string> new_event_id() {

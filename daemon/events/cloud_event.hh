@@ -23,6 +23,9 @@ struct CloudEvent {
 // specversion, id, source, type, subject, time (RFC 3339, UTC), datacontenttype, data.
 std::string event_json(const CloudEvent& event);
 
+// The wall clock in Unix milliseconds: an event's time, a signature's timestamp.
+int64_t unix_ms_now();
+
 // A random UUID (version 4).
 Result<std::string> new_event_id();
 

@@ -17,12 +17,6 @@ namespace {
 constexpr auto connect_timeout = std::chrono::seconds(5);
 constexpr auto answer_timeout = std::chrono::seconds(10);
 
-int64_t unix_ms_now() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 } // namespace
 
 Result<std::pair<std::string, std::string>> split_webhook_url(const std::string& url) {
@@ -200,8 +194,10 @@ Webhooks::~Webhooks() {
 }
 
 void Webhooks::post(const CloudEvent& event) {
-    const auto body = event_json(event);
     std::lock_guard lock(m_mutex);
+    if (m_settings.urls.empty())
+        return;
+    const auto body = event_json(event);
     for (const auto& url : m_settings.urls) {
         if (auto kept = m_box->add(url, event.id, event.time_unix_ms, body); !kept) {
             ++m_figures.dropped;

@@ -112,11 +112,6 @@ std::string machine_name() {
     return host;
 }
 
-int64_t unix_ms_now() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 // The daemon's pieces and how they are wired: it owns the configuration (the
 // scheduler refers to it), and does nothing itself but pass events
@@ -153,7 +148,7 @@ private:
     void every_second();
     void notify_status();
     void publish(DiskChange change, const std::string& identity);
-    void post_event(std::string_view what, const DiskView& disk);
+    void post_event(std::string_view what, const std::string& identity, std::string data_json);
     void publish_progress();
     void adapt();
 
@@ -433,7 +428,7 @@ void Service::publish(DiskChange change, const std::string& identity) {
     const auto disk = m_scheduler->disk(identity);
     if (change == DiskChange::warm_again) { // its state change follows
         if (disk)
-            post_event("warm_again", *disk);
+            post_event("warm_again", identity, disk_json(*disk));
         return;
     }
     if (m_dbus)
@@ -447,27 +442,29 @@ void Service::publish(DiskChange change, const std::string& identity) {
     }
     if (!disk)
         return;
-    m_events.publish(change == DiskChange::added ? "disk_added" : "state_changed",
-                     disk_json(*disk));
+    const auto json = disk_json(*disk);
+    m_events.publish(change == DiskChange::added ? "disk_added" : "state_changed", json);
     for (const auto& type : m_disk_events.changed(*disk))
-        post_event(type, *disk);
+        post_event(type, identity, json);
 }
 
-// To the webhooks: `what` is the last word of the event's type (docs/events.md).
-void Service::post_event(std::string_view what, const DiskView& disk) {
+// To the webhooks: `what` is the last word of the event's type (docs/events.md),
+// `data_json` the disk as the API shows it.
+void Service::post_event(std::string_view what, const std::string& identity,
+                         std::string data_json) {
     auto id = new_event_id();
     if (!id) {
-        log_warning(disk.identity + ": no " + std::string(what) + " event for the webhooks: " +
+        log_warning(identity + ": no " + std::string(what) + " event for the webhooks: " +
                     id.error().message);
         return;
     }
     CloudEvent event;
     event.id = std::move(*id);
     event.type = disk_event_type(what);
-    event.source = "prewarmd://" + m_machine + "/disks/" + disk.identity;
-    event.subject = disk.identity;
+    event.source = "prewarmd://" + m_machine + "/disks/" + identity;
+    event.subject = identity;
     event.time_unix_ms = unix_ms_now();
-    event.data_json = disk_json(disk);
+    event.data_json = std::move(data_json);
     m_webhooks->post(event);
 }
 
