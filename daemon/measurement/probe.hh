@@ -83,7 +83,8 @@ struct ColdProbe {
     uint64_t granularity_bytes = 0;   // estimated allocation unit, 64 KiB .. 4 MiB; 0 unknown
     std::string granularity_note;     // how sure, or why unknown
     unsigned strides = 0;             // K as used: the warm probe needs the same
-    // Writes 4 KiB beside each calibration region's first write, and the verdict.
+    // Writes 4 KiB beside each calibration region's first write (the faster of two,
+    // 4 and 8 KiB on), and the verdict.
     ProbeLatency beside;
     Allocation allocation = Allocation::unknown;
     std::string allocation_note; // the evidence, or why unknown
@@ -92,10 +93,12 @@ struct ColdProbe {
     ProbeLatency never_read;
     ZeroWrites zero_writes = ZeroWrites::unknown;
     std::string zero_writes_note;
-    // A zero write again over such a read, the median region by region (0: fewer than
-    // 4), and the regions where it costs 1.5x or more: reads of holes, by the look.
+    // A zero write again over such a read, the median pair by pair (0: fewer than
+    // 4), the pairs where it costs 1.5x or more (reads of holes, by the look), and
+    // the pairs: one per stride, and more where the first ones left it unclear.
     double zero_over_never = 0;
     unsigned hole_reads = 0;
+    unsigned read_pairs = 0;
     // First writes that cost 3x the rewrite's p50 or more, of two per stride: at its
     // start, and at a fresh place this run drew (where an earlier probe did not write).
     unsigned cold_places = 0;
@@ -153,8 +156,8 @@ Result<WarmProbe> probe_warm(const Device& device, unsigned strides,
 // enough to tell (no first-write penalty here).
 uint64_t granularity_from(double cold_s, double warm_s, const std::vector<double>& at_distance_s);
 
-// The verdict from the calibration regions: per region, its first write, the write
-// 4 KiB beside it just after, and the first place again (warm). Regions whose
+// The verdict from the calibration regions: per region, its first write, the
+// faster of two writes beside it just after, and the first place again (warm). Regions whose
 // first write was not cold (3x the rewrite) are left out: written before, they
 // tell nothing; fewer than 4 counted (or all, if fewer): unknown. A write beside
 // is warm when nearer the rewrite than the first write on a log scale. Whole-block
@@ -212,8 +215,8 @@ double penalty_ratio(const ProbeLatency& cold, const ProbeLatency& warm);
 bool has_penalty(const ColdProbe& cold);
 // Whether zero writes change nothing the probe can measure on this disk: no more
 // than a tenth of the first writes cost 3x a rewrite, no read of never-written space
-// cost under 1/1.5 of a zero write again (one lone exception: a host's hiccups), the
-// median under 1x (at least 4 regions). There, either every place is allocated already
+// cost under 1/1.5 of a zero write again (one in 16 pairs at most: a host's hiccups),
+// the median under 1x (at least 4 regions). There, either every place is allocated already
 // (the reads read storage as the writes write it) or the backend discards zero
 // writes (neither reaches storage): zeros cannot tell which, and writing them would
 // warm nothing in either case. A cold backend that keeps them writes to storage
