@@ -46,9 +46,10 @@ const std::vector<OptionSpec>& options() {
             {"no-color", 0, "", "no colours (also when NO_COLOR is set or not on a terminal)"},
         };
         for (const auto& f : start_fields()) {
-            const auto& value = texts.emplace_back(f.kind == Field::Kind::count ? "N"
-                                                   : f.kind == Field::Kind::rate
-                                                       ? "RATE"
+            const auto& value = texts.emplace_back(f.kind == Field::Kind::count  ? "N"
+                                                   : f.kind == Field::Kind::rate ? "RATE"
+                                                   : f.kind == Field::Kind::duration
+                                                       ? "DURATION"
                                                        : upper(f.cli));
             t.push_back({f.cli, 0, value, texts.emplace_back("start: " + field_help(f))});
         }

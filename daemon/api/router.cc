@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_text.hh"
+#include "base/units.hh"
 #include "control/schema.hh"
 #include "discovery/identity.hh"
 
@@ -19,17 +20,6 @@ using json = nlohmann::json;
 
 // Deeper than this, a body is refused before parsing: the parser recurses.
 constexpr int max_json_depth = 16;
-
-std::string rfc3339(int64_t unix_seconds) {
-    if (unix_seconds == 0)
-        return {};
-    const auto t = static_cast<std::time_t>(unix_seconds);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return text;
-}
 
 std::vector<std::string_view> segments(std::string_view path) {
     std::vector<std::string_view> out;
@@ -212,6 +202,27 @@ const ApiRoute* ApiRouter::find(std::string_view method, std::string_view path) 
     return nullptr;
 }
 
+namespace {
+
+// A start's deadline, and how its job keeps to it; null without one.
+json deadline_json(const DiskView& v) {
+    if (!v.deadline)
+        return nullptr;
+    const auto& p = v.pace;
+    const int64_t left = v.deadline->at_unix - static_cast<int64_t>(std::time(nullptr));
+    return {
+        {"at", rfc3339(v.deadline->at_unix)},
+        {"seconds_left", std::max<int64_t>(0, left)},
+        {"needed_bytes_per_s", p.needed_bytes_per_s},
+        {"rate_bytes_per_s", p.rate_bytes_per_s},
+        {"margin_seconds", p.margin_s},
+        {"on_track", p.on_track},
+        {"can_meet", p.can_meet},
+    };
+}
+
+} // namespace
+
 std::string disk_json(const DiskView& v) {
     const auto* fs = filesystem_of(v.kind);
     json facts = {
@@ -251,6 +262,7 @@ std::string disk_json(const DiskView& v) {
                           : json(nullptr)},
         {"adaptive", v.adaptive},
         {"probe", to_json(v.probe)},
+        {"deadline", deadline_json(v)},
     };
     out["progress"]["progress_ratio"] = v.progress_ratio();
     return json_text(out);

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 #include <optional>
 
@@ -46,6 +47,7 @@ constexpr std::array duration_units{
     Unit{"ms", 1000 * 1000},
     Unit{"s", 1000 * 1000 * 1000},
     Unit{"min", 60ULL * 1000 * 1000 * 1000},
+    Unit{"h", 3600ULL * 1000 * 1000 * 1000},
 };
 
 std::string lower(std::string_view text) {
@@ -180,7 +182,7 @@ Result<std::chrono::nanoseconds> parse_duration(std::string_view text) {
     const auto number = parse_number(trim(text));
     if (number && trim(number->rest).empty())
         return Error{-EINVAL, "invalid duration '" + std::string(text) +
-                                  "': a unit is needed (ns, us, ms, s, min), such as 2ms"};
+                                  "': a unit is needed (ns, us, ms, s, min, h), such as 2ms"};
     auto ns = scaled(text, duration_units, "duration", "2ms");
     if (!ns)
         return ns.error();
@@ -215,6 +217,17 @@ std::string format_ms(double seconds, int decimals) {
 std::string format_ratio(double ratio, int decimals) {
     char text[32];
     std::snprintf(text, sizeof text, "%.*fx", decimals, ratio);
+    return text;
+}
+
+std::string rfc3339(int64_t unix_seconds) {
+    if (unix_seconds == 0)
+        return {};
+    const auto t = static_cast<std::time_t>(unix_seconds);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return text;
 }
 

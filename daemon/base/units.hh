@@ -20,7 +20,7 @@ Result<uint64_t> parse_rate(std::string_view text);
 // A rate, or "unlimited": 0, as a rate of 0 means wherever one is given.
 Result<uint64_t> parse_rate_or_unlimited(std::string_view text);
 
-// Units: ns, us, ms, s, min; a bare number is refused (no unit to guess).
+// Units: ns, us, ms, s, min, h; a bare number is refused (no unit to guess).
 Result<std::chrono::nanoseconds> parse_duration(std::string_view text);
 
 // A whole number from `min` to `max`, digits only.
@@ -32,6 +32,8 @@ std::string format_size(uint64_t bytes);
 std::string format_rate(double bytes_per_s);
 // "7 s", "3:07", "1:02:03".
 std::string format_duration(std::chrono::seconds duration);
+// A time as RFC 3339 in UTC, "2026-12-07T21:30:00Z"; "" for 0 (none).
+std::string rfc3339(int64_t unix_seconds);
 // A latency in milliseconds, "1.25 ms" (`decimals` after the point).
 std::string format_ms(double seconds, int decimals = 2);
 // A ratio, "12.5x" (`decimals` after the point).

@@ -213,6 +213,15 @@ Result<FieldValue> field_value(const Field& f, const toml::node& node) {
         value = rate;
         break;
     }
+    case Field::Kind::duration: {
+        const auto text = string_of(node);
+        auto parsed = text ? parse_field_text(f, *text) : Result<FieldValue>(Error{-EINVAL, ""});
+        if (parsed)
+            value = *parsed;
+        else
+            error = "expected a duration such as \"" + std::string(f.example) + "\"";
+        break;
+    }
     case Field::Kind::choice: {
         const auto text = string_of(node);
         if (text && std::find(f.choices.begin(), f.choices.end(), *text) != f.choices.end())
@@ -680,9 +689,10 @@ std::string config_reference_roff() {
 std::string setting_commands_roff() {
     std::string out;
     for (const auto& f : setting_fields()) {
-        const std::string value = f.kind == Field::Kind::rate    ? "RATE"
-                                  : f.kind == Field::Kind::count ? "N"
-                                                                 : joined_words(f.choices, "|");
+        const std::string value = f.kind == Field::Kind::rate       ? "RATE"
+                                  : f.kind == Field::Kind::count    ? "N"
+                                  : f.kind == Field::Kind::duration ? "DURATION"
+                                                                    : joined_words(f.choices, "|");
         auto help = field_help(f);
         help[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(help[0])));
         std::string cli;

@@ -26,6 +26,8 @@ constexpr RefusalRow table[] = {
     {R::busy, EAGAIN, 503, "busy", "Busy", "org.prewarmd.Prewarmd1.Error.Busy", x::failed},
     {R::over_budget, E2BIG, 422, "over-budget", "Over the memory budget",
      "org.prewarmd.Prewarmd1.Error.OverBudget", x::refused},
+    {R::deadline_too_near, ETIME, 422, "deadline-too-near", "Deadline cannot be met",
+     "org.prewarmd.Prewarmd1.Error.DeadlineTooNear", x::refused},
     {R::internal, 0, 500, "internal", "Internal error", "org.prewarmd.Prewarmd1.Error.Failed",
      x::failed},
     {R::invalid_id, 0, 400, "invalid-id", "Invalid disk id", invalid_args, x::usage},

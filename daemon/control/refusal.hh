@@ -30,6 +30,7 @@ enum class Refusal {
     not_recorded,
     busy,
     over_budget,
+    deadline_too_near,
     internal,
     // The request's (HTTP, some D-Bus too: its arguments).
     invalid_id,

@@ -25,7 +25,9 @@ constexpr auto auto_policies = names_only(auto_prefill_names);
 
 using K = Field::Kind;
 
-constexpr std::array<Field, 3> start{{
+constexpr uint64_t max_deadline_s = 7 * 24 * 3600; // a week: beyond it, a mistake
+
+constexpr std::array<Field, 4> start{{
     {.key = "mode",
      .cli = "mode",
      .section = "prefill",
@@ -52,6 +54,14 @@ constexpr std::array<Field, 3> start{{
      .max = 64,
      .example = "8",
      .help = "chunks in flight"},
+    {.key = "within_s",
+     .cli = "by",
+     .kind = K::duration,
+     .dbus_type = "t",
+     .min = 1,
+     .max = max_deadline_s,
+     .example = "30min",
+     .help = "warm within this long from now, paced to end then"},
 }};
 
 constexpr std::array<Field, 3> settings{{
@@ -141,6 +151,9 @@ std::string field_help(const Field& f) {
         return std::string(f.help) + ", " + std::to_string(f.min) + " to " + std::to_string(f.max);
     case Field::Kind::rate:
         return std::string(f.help) + ", e.g. " + std::string(f.example) + " or unlimited";
+    case Field::Kind::duration:
+        return std::string(f.help) + ", e.g. " + std::string(f.example) + ", at most " +
+               format_duration(std::chrono::seconds(f.max));
     }
     return std::string(f.help);
 }
@@ -161,7 +174,9 @@ Result<FieldValue> check_value(const Field& f, const FieldValue& value) {
     if (*n < f.min || *n > f.max)
         return Error{-EINVAL, name + " is from " + std::to_string(f.min) + " to " +
                                   std::to_string(f.max) +
-                                  (f.kind == Field::Kind::rate ? " (0: unlimited)" : "")};
+                                  (f.kind == Field::Kind::rate       ? " (0: unlimited)"
+                                   : f.kind == Field::Kind::duration ? " seconds"
+                                                                     : "")};
     return value;
 }
 
@@ -181,6 +196,13 @@ Result<FieldValue> parse_field_text(const Field& f, std::string_view text) {
             return Error{-EINVAL, "expected a rate such as " + std::string(f.example) +
                                       " (or \"unlimited\")"};
         return FieldValue(*r);
+    }
+    case Field::Kind::duration: {
+        auto d = parse_duration(text);
+        if (!d)
+            return Error{-EINVAL, "expected a duration such as " + std::string(f.example)};
+        const auto seconds = std::chrono::ceil<std::chrono::seconds>(*d).count();
+        return check_value(f, static_cast<uint64_t>(std::max<int64_t>(0, seconds)));
     }
     }
     return Error{-EINVAL, "unknown kind"};

@@ -33,7 +33,7 @@ using FieldValue = std::variant<uint64_t, std::string>;
 // One setting or start option, for every front end: the file (config/config.cc
 // reads it through this), the API, D-Bus, prewarmctl and prefill's options.
 struct Field {
-    enum class Kind { count, rate, choice };
+    enum class Kind { count, rate, duration, choice }; // a duration: whole seconds
     std::string_view key;      // JSON and D-Bus dictionary key: "max_parallel"
     std::string_view property; // D-Bus property name, "" for none
     std::string_view cli;      // prewarmctl: "max-parallel" (set) or "queue-depth" (--option)
@@ -41,7 +41,7 @@ struct Field {
     std::string_view file_key; // of a start option, the setting itself of the others
     Kind kind;
     std::string_view dbus_type;                // its D-Bus signature: "s", "u", "t"
-    uint64_t min = 0, max = 0;                 // count, rate (a rate's min is 0: unlimited)
+    uint64_t min = 0, max = 0;                 // count, rate (a rate's min is 0: unlimited), duration
     std::span<const std::string_view> choices; // choice
     std::string_view example;                  // for messages: "50MiB/s"
     std::string_view help;                     // what it is, for help texts
@@ -51,7 +51,7 @@ struct Field {
 // job does: zero, rewrite or read", "its own rate, ..., e.g. 50MiB/s or unlimited".
 std::string field_help(const Field& field);
 
-// The options of a start: mode, rate_bytes_per_s, queue_depth.
+// The options of a start: mode, rate_bytes_per_s, queue_depth, within_s.
 std::span<const Field> start_fields();
 // The settings that may change at run time: total_rate_bytes_per_s, max_parallel,
 // auto_prefill.
@@ -65,7 +65,8 @@ std::string field_keys(std::span<const Field> fields);
 // The value checked against its field: -EINVAL "max_parallel is from 1 to 64" when
 // it is out of range, -EDOM "mode is a string" when of the wrong kind.
 Result<FieldValue> check_value(const Field& field, const FieldValue& value);
-// prewarmctl's words: "50MiB/s" and "unlimited" (rates), "8" (counts), "blank".
+// prewarmctl's words: "50MiB/s" and "unlimited" (rates), "8" (counts), "30min"
+// (durations, to whole seconds, rounded up), "blank".
 Result<FieldValue> parse_field_text(const Field& field, std::string_view text);
 
 } // namespace prewarmd

@@ -56,6 +56,8 @@ struct Scheduler::Entry {
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
     std::map<JobStatus, uint64_t> job_ends; // DiskView::job_ends
+    std::optional<Deadline> deadline; // a start's, until the next start
+    DeadlinePace pace;
     std::string unsaved; // why its record could not be saved ("" once it was)
     std::string volume;  // which volume its record and job are for (DiskInfo::volume)
     // Warm: the kernel's count of bytes discarded on it then (check_discards).
@@ -107,6 +109,9 @@ Scheduler::Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks
         entry->last.total_bytes = r.size_bytes;
         entry->probe = r.probe;
         entry->volume = r.volume;
+        if (r.deadline_unix)
+            entry->deadline =
+                Deadline{r.deadline_unix->first, r.deadline_unix->second, r.size_bytes};
         m_entries[r.identity] = std::move(entry);
     }
 }
@@ -177,6 +182,8 @@ void Scheduler::save(Entry& e) {
     r.mode = std::string(to_string(e.asked.mode.value_or(m_config.mode)));
     r.requested = e.requested;
     r.rate_bytes_per_s = e.asked.rate_bytes_per_s;
+    if (e.deadline)
+        r.deadline_unix = {e.deadline->start_unix, e.deadline->at_unix};
     r.name = e.disk.name;
     r.size_bytes = e.disk.size_bytes;
     const auto progress = e.job ? e.job->snapshot() : e.last;
@@ -399,6 +406,8 @@ void StartRequest::set(const Field& field, const FieldValue& value) {
         rate_bytes_per_s = std::get<uint64_t>(value);
     else if (field.key == "queue_depth")
         queue_depth = static_cast<unsigned>(std::get<uint64_t>(value));
+    else if (field.key == "within_s")
+        within_s = std::get<uint64_t>(value);
 }
 
 void SettingsChange::set(const Field& field, const FieldValue& value) {
@@ -787,18 +796,40 @@ void Scheduler::schedule() {
 // Running jobs without a rate of their own share total_rate evenly; under
 // pressure (adaptive mode) every rate is scaled down, to 1 byte/s when held.
 void Scheduler::rebalance() {
-    uint64_t sharing = 0;
-    for (const auto& [id, e] : m_entries)
-        if (e->job && !override_rate(*e))
-            ++sharing;
     const bool pressed = m_pressure < 1;
     const uint64_t total = m_config.total_rate_bytes_per_s ? m_config.total_rate_bytes_per_s
                                                            : (pressed ? m_pressure_reference : 0);
+    // Jobs with a deadline first: each the rate its bytes left need, within its own
+    // rate or the total; the others share what is left of the total.
+    uint64_t sharing = 0, paced = 0;
+    const int64_t now = now_unix();
     for (const auto& [id, e] : m_entries) {
         if (!e->job)
             continue;
         const auto own = override_rate(*e);
-        uint64_t rate = own ? *own : (sharing ? total / sharing : 0);
+        if (e->deadline) {
+            const auto progress = e->job->snapshot();
+            if (progress.total_bytes)
+                e->deadline->total_bytes = progress.total_bytes;
+            const bool was_on_track = e->pace.on_track;
+            e->pace = pace_deadline(*e->deadline, progress.done_bytes, now,
+                                    own ? *own : m_config.total_rate_bytes_per_s);
+            if (!own)
+                paced += e->pace.rate_bytes_per_s;
+            if (was_on_track && !e->pace.on_track)
+                late(*e);
+        } else if (!own) {
+            ++sharing;
+        }
+    }
+    const uint64_t left = total > paced ? total - paced : (total ? 1 : 0);
+    for (const auto& [id, e] : m_entries) {
+        if (!e->job)
+            continue;
+        const auto own = override_rate(*e);
+        uint64_t rate = e->deadline ? e->pace.rate_bytes_per_s
+                        : own       ? *own
+                                    : (sharing ? std::max<uint64_t>(left / sharing, total ? 1 : 0) : 0);
         if (pressed)
             rate = rate ? std::max<uint64_t>(
                               1, static_cast<uint64_t>(static_cast<double>(rate) * m_pressure))
@@ -809,6 +840,28 @@ void Scheduler::rebalance() {
         e->job->command(DepthCommand{std::max(
             1u, static_cast<unsigned>(std::lround(static_cast<double>(depth) * m_pressure)))});
     }
+}
+
+void Scheduler::pace_deadlines() {
+    if (std::any_of(m_entries.begin(), m_entries.end(),
+                    [](const auto& kv) { return kv.second->job && kv.second->deadline; }))
+        rebalance();
+}
+
+// Its deadline can no longer be met at the rate allowed, or it fell behind (the
+// neighbours' pressure, a slow backend): said now, not at the deadline.
+void Scheduler::late(Entry& e) {
+    const auto& p = e.pace;
+    std::string why =
+        !p.can_meet ? (p.needed_bytes_per_s ? "needs " + format_rate(static_cast<double>(
+                                                             p.needed_bytes_per_s)) +
+                                                  ", more than it may have"
+                                            : "the deadline has passed")
+                    : "behind by " + format_duration(std::chrono::seconds(static_cast<int64_t>(
+                                         std::ceil(-p.margin_s))));
+    log(true, e, "will miss its deadline of " + rfc3339(e.deadline->at_unix) + ": " + why);
+    if (m_hooks.changed)
+        m_hooks.changed(DiskChange::late, e.identity);
 }
 
 void Scheduler::set_pressure(double factor, uint64_t reference_bytes_per_s, std::string why) {
@@ -852,7 +905,22 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
             !over.empty())
             return refuse(Refusal::over_budget,
                           "queue_depth " + std::to_string(*request.queue_depth) + ": " + over);
+    if (request.within_s) {
+        const auto own = request.rate_bytes_per_s ? request.rate_bytes_per_s : override_rate(*e);
+        if (auto fits = check_deadline(e->disk.size_bytes, *request.within_s,
+                                       own ? *own : m_config.total_rate_bytes_per_s,
+                                       own ? "its own rate" : "the total rate");
+            !fits)
+            return fits.error();
+    }
     e->requested = true;
+    e->deadline.reset();
+    e->pace = {};
+    if (request.within_s) {
+        const int64_t now = now_unix();
+        e->deadline = Deadline{now, now + static_cast<int64_t>(*request.within_s),
+                               e->disk.size_bytes};
+    }
     if (request.mode)
         e->asked.mode = request.mode;
     if (request.rate_bytes_per_s)
@@ -1101,6 +1169,8 @@ std::optional<DiskView> Scheduler::disk(const std::string& identity) const {
     v.first_seen_unix = e->first_seen_unix;
     v.state_since_unix = e->state_since_unix;
     v.job_ends = e->job_ends;
+    v.deadline = e->deadline;
+    v.pace = e->pace;
     v.progress = e->job ? e->job->snapshot() : e->last;
     // A job asked for holds the disk to itself once it runs (DiskJobHost::start).
     v.exclusive = e->requested && (e->job || e->state == DiskState::queued);

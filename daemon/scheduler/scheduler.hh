@@ -21,6 +21,7 @@
 #include "base/clock.hh"
 #include "config/config.hh"
 #include "control/schema.hh"
+#include "scheduler/deadline.hh"
 #include "scheduler/disk_state.hh"
 #include "scheduler/job_host.hh"
 #include "state/state_dir.hh"
@@ -52,6 +53,9 @@ struct DiskView {
     int64_t state_since_unix = 0;
     // Its jobs of this run, by how each ended (not a hold's or a shutdown's stop).
     std::map<JobStatus, uint64_t> job_ends;
+    // A start's deadline (until the next start): when, and how its job keeps to it.
+    std::optional<Deadline> deadline;
+    DeadlinePace pace;
 
     // The share warmed, 0 to 1: a disk never warmed has no extent yet (0, not the
     // engine's "nothing left", 1) unless its job finished.
@@ -65,6 +69,7 @@ struct StartRequest {
     std::optional<Mode> mode;
     std::optional<uint64_t> rate_bytes_per_s; // its own rate, outside the shared budget
     std::optional<unsigned> queue_depth;
+    std::optional<uint64_t> within_s; // warm within this long from now: a deadline
 
     // A value checked against its field (check_value).
     void set(const Field& field, const FieldValue& value);
@@ -81,7 +86,8 @@ struct SettingsChange {
     void set(const Field& field, const FieldValue& value);
 };
 
-enum class DiskChange { added, state, removed, warm_again };
+// late: a job's deadline can no longer be met, or it fell behind it.
+enum class DiskChange { added, state, removed, warm_again, late };
 
 class Scheduler {
 public:
@@ -146,6 +152,8 @@ public:
     // configured); `reference` stands for total_rate when that is unlimited; `why`
     // is what the disks' views say of it ("" at full rate).
     void set_pressure(double factor, uint64_t reference_bytes_per_s, std::string why);
+    // Every second: the jobs with a deadline paced again (scheduler/deadline.hh).
+    void pace_deadlines();
     void set_max_parallel(unsigned max_parallel);
     void set_auto_prefill(AutoPrefill policy);
     // The config was reloaded: disks not yet taken up are judged again by it.
@@ -199,6 +207,7 @@ private:
     void attach_back(Entry& entry);
     void schedule();
     void rebalance();
+    void late(Entry& entry);
     void stop_job(Entry& entry, Stopping stopping);
     void step_aside(Entry& entry);
     void wait_until_quiet(Entry& entry, const std::string& why);

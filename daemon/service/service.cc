@@ -426,9 +426,11 @@ void Service::settings_changed() {
 
 void Service::publish(DiskChange change, const std::string& identity) {
     const auto disk = m_scheduler->disk(identity);
-    if (change == DiskChange::warm_again) { // its state change follows
+    if (change == DiskChange::warm_again || change == DiskChange::late) {
+        // warm_again: its state change follows; late: the state stays running.
         if (disk)
-            post_event("warm_again", identity, disk_json(*disk));
+            post_event(change == DiskChange::late ? "late" : "warm_again", identity,
+                       disk_json(*disk));
         return;
     }
     if (m_dbus)
@@ -473,6 +475,7 @@ void Service::every_second() {
     notify_status();
     publish_progress();
     adapt();
+    m_scheduler->pace_deadlines();
     if (m_dbus)
         m_dbus->on_progress();
 }

@@ -53,6 +53,8 @@ Result<JobRecord> parse_record(std::string_view text) {
         r.updated_unix = j.at("updated_unix").get<int64_t>();
         r.probe = probe_figures_from(j.value("probe", nlohmann::json()));
         r.volume = j.value("volume", "");
+        if (const auto d = j.find("deadline"); d != j.end())
+            r.deadline_unix = {d->at("asked_unix").get<int64_t>(), d->at("at_unix").get<int64_t>()};
         return r;
     } catch (const std::exception& e) {
         return Error{-EBADMSG, std::string("a field is missing or wrong: ") + e.what()};
@@ -126,6 +128,9 @@ Result<void> StateDir::save(const JobRecord& r) const {
     };
     if (r.rate_bytes_per_s)
         j["own_rate_bytes_per_s"] = *r.rate_bytes_per_s;
+    if (r.deadline_unix)
+        j["deadline"] = {{"asked_unix", r.deadline_unix->first},
+                         {"at_unix", r.deadline_unix->second}};
     const auto path = m_path + "/jobs/" + r.identity + ".json";
     const auto text = seal(record_kind, 1, json_text(j) + "\n");
     auto written = write_file_atomically(path, text);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.hh"
@@ -31,6 +32,8 @@ struct JobRecord {
     int64_t updated_unix = 0;
     ProbeFigures probe; // cold before the job wrote, warm once done
     std::string volume; // DiskInfo::volume of the disk it was for; "" unknown
+    // A start's deadline: when it was asked for, and when the disk must be warm.
+    std::optional<std::pair<int64_t, int64_t>> deadline_unix;
 };
 
 class StateDir {

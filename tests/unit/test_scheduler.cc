@@ -955,3 +955,45 @@ TEST_CASE("a disk's job ends are counted by outcome; a shutdown's stop is none")
     h.scheduler->reap();
     CHECK(h.scheduler->disk(disk_identity(xvdc))->job_ends.empty());
 }
+
+TEST_CASE("a start within a deadline: refused when too near, else paced to end then") {
+    Harness h("max_parallel = 2\n"); // total_rate 100 MiB/s
+    const uint64_t MiB = 1 << 20;
+    const auto xvdb = xen_disk("xvdb", 51728), xvdc = xen_disk("xvdc", 51744);
+    for (const auto& d : {xvdb, xvdc})
+        h.scheduler->on_attached(d);
+    const uint64_t size = xvdb.size_bytes;
+    REQUIRE(size > 100 * MiB);
+    StartRequest soon;
+    soon.within_s = 1; // the whole disk in 1 s: over 100 MiB/s
+    const auto refused = h.scheduler->start(disk_identity(xvdb), soon);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refusal_of(refused.error()) == Refusal::deadline_too_near);
+    CHECK_FALSE(h.host.jobs.count("xvdb"));
+
+    StartRequest hour;
+    hour.within_s = 3600;
+    REQUIRE(h.scheduler->start(disk_identity(xvdb), hour).ok());
+    REQUIRE(h.host.jobs.count("xvdb"));
+    // The rate the whole disk needs in an hour (a second may have passed), not the total.
+    const uint64_t paced = h.host.jobs["xvdb"]->rate;
+    CHECK(paced >= size / 3600);
+    CHECK(paced <= size / 3590 + 1);
+    const auto view = h.scheduler->disk(disk_identity(xvdb));
+    REQUIRE(view->deadline);
+    CHECK(view->deadline->at_unix - view->deadline->start_unix == 3600);
+    CHECK(view->pace.on_track);
+    // Another job shares what the deadline leaves of the total.
+    REQUIRE(h.scheduler->start(disk_identity(xvdc), {}).ok());
+    h.scheduler->pace_deadlines();
+    CHECK(h.host.jobs["xvdc"]->rate == 100 * MiB - h.host.jobs["xvdb"]->rate);
+    // Its own rate is its cap: a deadline that needs more is refused against it.
+    h.host.jobs["xvdc"]->finish(JobStatus::cancelled);
+    h.scheduler->reap();
+    StartRequest capped;
+    capped.within_s = 3600;
+    capped.rate_bytes_per_s = 1;
+    const auto over_own = h.scheduler->start(disk_identity(xvdc), capped);
+    REQUIRE_FALSE(over_own.ok());
+    CHECK(over_own.error().message.find("its own rate") != std::string::npos);
+}

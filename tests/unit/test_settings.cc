@@ -107,6 +107,10 @@ TEST_CASE("the file reads each shared setting through its Field: one range, one 
                 CHECK(file_error(f, "\"" + std::to_string(f.max + 1) + "B/s\"").find("at most") !=
                       std::string::npos);
                 break;
+            case Field::Kind::duration:
+                CHECK(file_error(f, "\"" + std::string(f.example) + "\"") == "");
+                CHECK(file_error(f, "\"0s\"").find("expected a duration") != std::string::npos);
+                break;
             case Field::Kind::choice:
                 for (const auto& c : f.choices)
                     CHECK(file_error(f, "\"" + std::string(c) + "\"") == "");
@@ -144,4 +148,20 @@ TEST_CASE("an option's help comes from its Field: its words, range or example") 
     CHECK(field_help(*field_by_key(start_fields(), "queue_depth")) == "chunks in flight, 1 to 64");
     CHECK(field_help(*field_by_key(start_fields(), "rate_bytes_per_s")) ==
           "its own rate, outside the shared one, e.g. 50MiB/s or unlimited");
+    CHECK(field_help(*field_by_key(start_fields(), "within_s")) ==
+          "warm within this long from now, paced to end then, e.g. 30min, at most 168:00:00");
+}
+
+TEST_CASE("a deadline's words: a duration to whole seconds, rounded up, up to a week") {
+    const auto& by = *field_by_cli(start_fields(), "by");
+    CHECK(by.key == "within_s");
+    CHECK(std::get<uint64_t>(*parse_field_text(by, "30min")) == 1800);
+    CHECK(std::get<uint64_t>(*parse_field_text(by, "2h")) == 7200);
+    CHECK(std::get<uint64_t>(*parse_field_text(by, "1500ms")) == 2);
+    CHECK_FALSE(parse_field_text(by, "0s").ok());
+    CHECK_FALSE(parse_field_text(by, "1800").ok()); // a unit is needed
+    CHECK_FALSE(parse_field_text(by, "169h").ok());
+    CHECK(check_value(by, uint64_t{604800}).ok());
+    CHECK(check_value(by, uint64_t{604801}).error().message ==
+          "within_s is from 1 to 604800 seconds");
 }

@@ -46,7 +46,8 @@ TEST_CASE("durations need a unit") {
     CHECK(*parse_duration("1min") == 60s);
     CHECK(*parse_duration("0ns") == 0ns);
     CHECK(parse_duration("5").error().message.find("unit") != std::string::npos);
-    CHECK_FALSE(parse_duration("5h").ok());
+    CHECK(*parse_duration("2h") == 7200s);
+    CHECK_FALSE(parse_duration("5d").ok());
 }
 
 TEST_CASE("sizes and rates print in IEC units") {
