@@ -395,8 +395,8 @@ bool zero_writes_tell_nothing(const ColdProbe& cold) {
     // hiccups (1 to 3 of 32 on warm cowsim disks, 2026-12-06).
     return cold.strides && cold.zero_writes == ZeroWrites::unknown &&
            10 * cold.cold_places <= 2 * cold.strides &&
-           cold.hole_reads <= std::max(1u, cold.read_pairs / 16) && !has_penalty(cold) && cold.zero_over_never > 0 &&
-           cold.zero_over_never < 1;
+           cold.hole_reads <= std::max(1u, cold.read_pairs / 16) && !has_penalty(cold) &&
+           cold.zero_over_never > 0 && cold.zero_over_never < 1;
 }
 
 bool still_cold(const ColdProbe& cold, const WarmProbe& warm) {
@@ -446,7 +446,8 @@ Result<void> time_hole_pairs(int fd, unsigned char* buffer, const std::vector<ui
                              const SomeoneElse& someone_else, std::vector<double>& warm_s,
                              std::vector<double>& never_s) {
     const uint64_t lo = stride / 4, hi = stride / 2 - max_granularity;
-    const uint64_t part = stride >= (32ULL << 20) ? (hi - lo) / min_granularity / extra_read_rounds : 0;
+    const uint64_t part =
+        stride >= (32ULL << 20) ? (hi - lo) / min_granularity / extra_read_rounds : 0;
     if (part == 0)
         return {};
     for (size_t i = 1; i < starts.size(); ++i) {

@@ -827,9 +827,8 @@ void Scheduler::rebalance() {
         if (!e->job)
             continue;
         const auto own = override_rate(*e);
-        uint64_t rate = e->deadline ? e->pace.rate_bytes_per_s
-                        : own       ? *own
-                                    : (sharing ? std::max<uint64_t>(left / sharing, total ? 1 : 0) : 0);
+        const uint64_t share = sharing ? std::max<uint64_t>(left / sharing, total ? 1 : 0) : 0;
+        uint64_t rate = e->deadline ? e->pace.rate_bytes_per_s : own ? *own : share;
         if (pressed)
             rate = rate ? std::max<uint64_t>(
                               1, static_cast<uint64_t>(static_cast<double>(rate) * m_pressure))
