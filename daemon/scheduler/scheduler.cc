@@ -56,7 +56,7 @@ struct Scheduler::Entry {
     int64_t first_seen_unix = 0;
     int64_t state_since_unix = 0;
     std::map<JobStatus, uint64_t> job_ends; // DiskView::job_ends
-    std::optional<Deadline> deadline; // a start's, until the next start
+    std::optional<Deadline> deadline; // a start's, until its job ends for good
     DeadlinePace pace;
     std::string unsaved; // why its record could not be saved ("" once it was)
     std::string volume;  // which volume its record and job are for (DiskInfo::volume)
@@ -317,6 +317,17 @@ void Scheduler::job_ended(Entry& e) {
     if (!stopping || (stopping->why != Stopping::Why::hold &&
                       stopping->why != Stopping::Why::shutdown))
         ++e.job_ends[e.last.status];
+    // A deadline is its job's: one that ended for good leaves none to pace a later
+    // job (a warm-again) by; one that resumes (stepped aside, detached, held, shut
+    // down) keeps it.
+    const bool resumes = e.last.status == JobStatus::stepped_aside ||
+                         e.last.status == JobStatus::detached ||
+                         (stopping && (stopping->why == Stopping::Why::hold ||
+                                       stopping->why == Stopping::Why::shutdown));
+    if (!resumes) {
+        e.deadline.reset();
+        e.pace = {};
+    }
     if (filesystem_of(e.kind) && e.last.status == JobStatus::stepped_aside && !m_shutting_down &&
         e.attached) {
         // Unmounted, or its claim taken: the disk is its filesystem's; warmed again

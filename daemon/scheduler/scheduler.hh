@@ -53,7 +53,8 @@ struct DiskView {
     int64_t state_since_unix = 0;
     // Its jobs of this run, by how each ended (not a hold's or a shutdown's stop).
     std::map<JobStatus, uint64_t> job_ends;
-    // A start's deadline (until the next start): when, and how its job keeps to it.
+    // A start's deadline while its job runs or waits to resume: when, and how the
+    // job keeps to it.
     std::optional<Deadline> deadline;
     DeadlinePace pace;
 

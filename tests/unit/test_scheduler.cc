@@ -987,6 +987,11 @@ TEST_CASE("a start within a deadline: refused when too near, else paced to end t
     REQUIRE(h.scheduler->start(disk_identity(xvdc), {}).ok());
     h.scheduler->pace_deadlines();
     CHECK(h.host.jobs["xvdc"]->rate == 100 * MiB - h.host.jobs["xvdb"]->rate);
+    // Ended for good, its deadline goes: a later job is not paced by it.
+    h.host.jobs["xvdb"]->finish(JobStatus::warm);
+    h.scheduler->reap();
+    CHECK_FALSE(h.scheduler->disk(disk_identity(xvdb))->deadline);
+    CHECK(h.host.jobs["xvdc"]->rate == 100 * MiB);
     // Its own rate is its cap: a deadline that needs more is refused against it.
     h.host.jobs["xvdc"]->finish(JobStatus::cancelled);
     h.scheduler->reap();
