@@ -46,11 +46,11 @@ const std::vector<OptionSpec>& options() {
             {"no-color", 0, "", "no colours (also when NO_COLOR is set or not on a terminal)"},
         };
         for (const auto& f : start_fields()) {
-            const auto& value = texts.emplace_back(f.kind == Field::Kind::count  ? "N"
-                                                   : f.kind == Field::Kind::rate ? "RATE"
-                                                   : f.kind == Field::Kind::duration
-                                                       ? "DURATION"
-                                                       : upper(f.cli));
+            const auto& value = texts.emplace_back(f.kind == Field::Kind::count      ? "N"
+                                                   : f.kind == Field::Kind::rate     ? "RATE"
+                                                   : f.kind == Field::Kind::duration ? "DURATION"
+                                                   : f.kind == Field::Kind::instant  ? "TIME"
+                                                                                    : upper(f.cli));
             t.push_back({f.cli, 0, value, texts.emplace_back("start: " + field_help(f))});
         }
         t.insert(t.end(), {
@@ -284,7 +284,11 @@ int act(Context& c, const std::string& action, const std::string& disk) {
         if (!value)
             return fail(ctl_exit::usage,
                         "--" + std::string(field.cli) + " " + *text + ": " + value.error().message);
-        std::visit([&](const auto& v) { body[std::string(field.key)] = v; }, *value);
+        if (field.kind == Field::Kind::instant) // as the API takes it: a time, in UTC
+            body[std::string(field.key)] =
+                rfc3339(static_cast<int64_t>(std::get<uint64_t>(*value)));
+        else
+            std::visit([&](const auto& v) { body[std::string(field.key)] = v; }, *value);
     }
     int code = ctl_exit::ok;
     const auto id = resolve(c, disk, code);

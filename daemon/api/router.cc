@@ -104,7 +104,7 @@ ApiResponse unknown_field(const std::string& key, const std::string& known) {
 // A body's field checked against its declaration (control/schema.hh).
 std::variant<FieldValue, ApiResponse> field_value(const Field& field, const json& value) {
     FieldValue raw;
-    if (field.kind == Field::Kind::choice) {
+    if (field.kind == Field::Kind::choice || field.kind == Field::Kind::instant) {
         if (!value.is_string())
             return problem(Refusal::wrong_type, std::string(field.key) + " is a string");
         raw = value.get<std::string>();

@@ -231,6 +231,65 @@ std::string rfc3339(int64_t unix_seconds) {
     return text;
 }
 
+Result<int64_t> parse_rfc3339(std::string_view text) {
+    const Error bad{-EINVAL, "expected an RFC 3339 time such as 2026-12-07T21:30:00Z, not '" +
+                                 std::string(text) + "'"};
+    const auto number = [&](size_t at, size_t digits, int& out) {
+        if (at + digits > text.size())
+            return false;
+        const auto r = std::from_chars(text.data() + at, text.data() + at + digits, out);
+        return r.ec == std::errc() && r.ptr == text.data() + at + digits;
+    };
+    int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+    if (text.size() < 20 || !number(0, 4, year) || text[4] != '-' || !number(5, 2, month) ||
+        text[7] != '-' || !number(8, 2, day) || (text[10] != 'T' && text[10] != 't') ||
+        !number(11, 2, hour) || text[13] != ':' || !number(14, 2, minute) || text[16] != ':' ||
+        !number(17, 2, second))
+        return bad;
+    size_t at = 19;
+    if (text[at] == '.') {
+        ++at;
+        const size_t digits = at;
+        while (at < text.size() && text[at] >= '0' && text[at] <= '9')
+            ++at;
+        if (at == digits)
+            return bad;
+    }
+    int offset_s = 0;
+    const auto zone = text.substr(at);
+    if (zone == "Z" || zone == "z") {
+    } else if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+        int oh = 0, om = 0;
+        if (!number(at + 1, 2, oh) || !number(at + 4, 2, om) || oh > 23 || om > 59)
+            return bad;
+        offset_s = (zone[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    } else {
+        return bad;
+    }
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
+        return bad;
+    std::tm tm{};
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    tm.tm_sec = second;
+    const std::time_t t = ::timegm(&tm);
+    if (tm.tm_mday != day) // 31 April, 29 February of a common year
+        return bad;
+    return static_cast<int64_t>(t) - offset_s;
+}
+
+int64_t now_unix() {
+    return static_cast<int64_t>(std::time(nullptr));
+}
+
+double wall_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 std::string format_duration(std::chrono::seconds duration) {
     const auto total = duration.count();
     char buf[32];

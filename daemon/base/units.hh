@@ -34,6 +34,12 @@ std::string format_rate(double bytes_per_s);
 std::string format_duration(std::chrono::seconds duration);
 // A time as RFC 3339 in UTC, "2026-12-07T21:30:00Z"; "" for 0 (none).
 std::string rfc3339(int64_t unix_seconds);
+// RFC 3339's date-time, "2026-12-07T21:30:00Z" or with an offset ("+01:00"), to
+// seconds since the epoch; a fraction of a second is dropped.
+Result<int64_t> parse_rfc3339(std::string_view text);
+// The wall clock, in seconds since the epoch: whole, and with their fraction.
+int64_t now_unix();
+double wall_seconds();
 // A latency in milliseconds, "1.25 ms" (`decimals` after the point).
 std::string format_ms(double seconds, int decimals = 2);
 // A ratio, "12.5x" (`decimals` after the point).

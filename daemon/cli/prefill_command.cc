@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "discovery/identity.hh"
 #include "discovery/udev.hh"
 #include "engine/checkpoint.hh"
+#include "engine/deadline.hh"
 #include "job/runner.hh"
 #include "safety/filesystem.hh"
 
@@ -38,6 +40,9 @@ constexpr OptionSpec prefill_options[] = {
     {"rate", 0, "RATE", "at most this fast, e.g. 50MiB/s; unlimited (default) or 0B/s: no limit"},
     {"burst", 0, "SIZE", "what the throttle lets through at once (default one chunk)"},
     {"queue-depth", 0, "N", "chunks in flight, 1 to 64 (default 8)"},
+    {"by", 0, "DURATION",
+     "warm within this long, e.g. 30min (at most a week), paced to\n"
+     "end then, not flat out; refused where --rate cannot make it"},
     {"chunk", 0, "SIZE", "chunk size (default 4MiB, grown to suit the device)"},
     {"backend-block", 0, "SIZE", "the backend's allocation block (default 2MiB)"},
     {"strategy", 0, "STRATEGY",
@@ -88,6 +93,7 @@ struct Settings {
     uint64_t backend_block_bytes = 2 * 1024 * 1024;
     IoEngineKind io = IoEngineKind::automatic;
     bool json = false;
+    std::optional<uint64_t> within_s; // --by: a deadline, this long from the start
 };
 
 Result<Settings> parse_settings(const ParsedArgs& args) {
@@ -127,8 +133,8 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
         s.strategy = *strategy;
     }
     // As a start's options are taken (control/schema.hh): the same words and range.
-    for (const auto& [name, out] : {std::pair{"rate", &s.job.rate_bytes_per_s},
-                                    std::pair{"queue-depth", &queue_depth}})
+    for (const auto& [name, out] :
+         {std::pair{"rate", &s.job.rate_bytes_per_s}, std::pair{"queue-depth", &queue_depth}})
         if (const auto text = args.value(name)) {
             auto value = parse_field_text(*field_by_cli(start_fields(), name), *text);
             if (!value)
@@ -136,6 +142,12 @@ Result<Settings> parse_settings(const ParsedArgs& args) {
             *out = std::get<uint64_t>(*value);
         }
     s.job.queue_depth = static_cast<unsigned>(queue_depth);
+    if (const auto text = args.value("by")) {
+        auto value = parse_field_text(*field_by_cli(start_fields(), "by"), *text);
+        if (!value)
+            return bad("--by: " + value.error().message);
+        s.within_s = std::get<uint64_t>(*value);
+    }
     if (const auto text = args.value("io-engine")) {
         const auto io = parse_name<IoEngineKind>(*text);
         if (!io)
@@ -201,6 +213,51 @@ private:
     bool m_line_shown = false;
 };
 
+// --by: every second, the rate the bytes left need in the time left, within
+// --rate, as the daemon paces a start's deadline (engine/deadline.hh).
+class DeadlinePacer {
+public:
+    DeadlinePacer(const Settings& settings, Console& console)
+        : m_cap(settings.job.rate_bytes_per_s), m_console(console) {
+        if (settings.within_s)
+            m_deadline = deadline_within(*settings.within_s, 0);
+    }
+
+    bool active() const { return m_deadline.has_value(); }
+
+    void pace(JobRunner& job, const ProgressSnapshot& s) {
+        if (!m_deadline || s.status != JobStatus::running || !s.total_bytes)
+            return;
+        m_deadline->total_bytes = s.total_bytes;
+        const auto pace = pace_deadline(*m_deadline, s.done_bytes, wall_seconds(), m_cap);
+        if (pace.rate_bytes_per_s != s.rate_limit_bytes_per_s)
+            job.command(RateCommand{pace.rate_bytes_per_s, 0});
+        if (!pace.on_track && m_on_track)
+            m_console.message(
+                "warning: will miss the deadline of " + rfc3339(m_deadline->at_unix) + ": " +
+                (pace.needed_bytes_per_s
+                     ? "needs " + format_rate(static_cast<double>(pace.needed_bytes_per_s))
+                     : std::string("the deadline has passed")));
+        m_on_track = pace.on_track;
+    }
+
+    // The summary's "deadline": when, and met or missed by how much, as it ended.
+    std::optional<nlohmann::json> summary() const {
+        if (!m_deadline)
+            return std::nullopt;
+        const auto early = static_cast<int64_t>(
+            std::floor(static_cast<double>(m_deadline->at_unix) - wall_seconds()));
+        return nlohmann::json{
+            {"at", rfc3339(m_deadline->at_unix)}, {"met", early >= 0}, {"seconds_early", early}};
+    }
+
+private:
+    std::optional<Deadline> m_deadline;
+    uint64_t m_cap;
+    Console& m_console;
+    bool m_on_track = true;
+};
+
 // Runs the job on its own thread; this one takes signals and draws progress.
 int run_job(JobRunner& job, const Settings& settings, Console& console) {
     sigset_t signals;
@@ -222,7 +279,10 @@ int run_job(JobRunner& job, const Settings& settings, Console& console) {
 
     int stopped_by = 0;
     bool backend_full = false;
-    const auto refresh = console.tty() ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    DeadlinePacer pacer(settings, console);
+    const auto refresh =
+        console.tty() || pacer.active() ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    auto shown = std::chrono::steady_clock::now() - std::chrono::hours(1);
     while (!finished) {
         timespec timeout{refresh.count() / 1000, (refresh.count() % 1000) * 1'000'000};
         const int sig = sigtimedwait(&signals, nullptr, &timeout);
@@ -239,8 +299,13 @@ int run_job(JobRunner& job, const Settings& settings, Console& console) {
             backend_full = true;
             job.command(StopCommand{JobStatus::cancelled, s.reason});
         }
-        if (sig != SIGUSR1)
+        pacer.pace(job, s);
+        // Not more often than the console wants it, where the deadline wakes this sooner.
+        const auto now = std::chrono::steady_clock::now();
+        if (sig != SIGUSR1 && (console.tty() || now - shown >= std::chrono::seconds(5))) {
             console.progress(settings.path, s);
+            shown = now;
+        }
     }
     worker.join();
     // The worker's SIGUSR1 may still be pending (it is sent after `finished`): taken
@@ -257,9 +322,19 @@ int run_job(JobRunner& job, const Settings& settings, Console& console) {
     if (settings.json) {
         nlohmann::json out = result;
         out["path"] = settings.path;
+        if (const auto deadline = pacer.summary())
+            out["deadline"] = *deadline;
         std::printf("%s\n", json_text(out, 2).c_str());
     } else {
         std::fputs(summary_text(settings.path, result).c_str(), stdout);
+        if (const auto deadline = pacer.summary()) {
+            const int64_t early = (*deadline)["seconds_early"];
+            const std::string how =
+                early >= 0 ? "met, " + format_duration(std::chrono::seconds(early)) + " early"
+                           : "missed by " + format_duration(std::chrono::seconds(-early));
+            std::printf("deadline: %s, %s\n", (*deadline)["at"].get<std::string>().c_str(),
+                        how.c_str());
+        }
     }
     switch (result.status) {
     case JobStatus::warm:
@@ -393,6 +468,20 @@ int prefill_command(const std::vector<std::string>& args) {
                                     (*work)->device().geometry().size_bytes, to_string(s.job.mode));
                 !fits)
                 return fail(exit_usage, s.job.checkpoint_path + ": " + fits.error().message);
+    }
+    // A deadline the whole disk cannot make at --rate: refused before a byte is
+    // written. A filesystem's free space is known only once its job plans.
+    if (s.within_s && !fs)
+        if (auto fits = check_deadline((*work)->device().geometry().size_bytes, *s.within_s,
+                                       s.job.rate_bytes_per_s, "--rate");
+            !fits)
+            return fail(row_of(Refusal::deadline_too_near).ctl_exit, fits.error().message);
+    // Paced from its first chunk: the whole device's need, until the pacer has the job's.
+    if (s.within_s) {
+        const Deadline whole{0, static_cast<int64_t>(*s.within_s),
+                             (*work)->device().geometry().size_bytes};
+        spec.options.rate_bytes_per_s =
+            pace_deadline(whole, 0, 0, s.job.rate_bytes_per_s).rate_bytes_per_s;
     }
     auto job = JobRunner::set_up(spec, std::move(*work), events);
     if (!job)

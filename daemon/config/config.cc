@@ -213,13 +213,16 @@ Result<FieldValue> field_value(const Field& f, const toml::node& node) {
         value = rate;
         break;
     }
-    case Field::Kind::duration: {
+    case Field::Kind::duration:
+    case Field::Kind::instant: {
         const auto text = string_of(node);
         auto parsed = text ? parse_field_text(f, *text) : Result<FieldValue>(Error{-EINVAL, ""});
         if (parsed)
             value = *parsed;
         else
-            error = "expected a duration such as \"" + std::string(f.example) + "\"";
+            error = std::string(f.kind == Field::Kind::duration ? "expected a duration"
+                                                                : "expected an RFC 3339 time") +
+                    " such as \"" + std::string(f.example) + "\"";
         break;
     }
     case Field::Kind::choice: {

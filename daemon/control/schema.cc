@@ -27,7 +27,7 @@ using K = Field::Kind;
 
 constexpr uint64_t max_deadline_s = 7 * 24 * 3600; // a week: beyond it, a mistake
 
-constexpr std::array<Field, 4> start{{
+constexpr std::array<Field, 5> start{{
     {.key = "mode",
      .cli = "mode",
      .section = "prefill",
@@ -62,6 +62,14 @@ constexpr std::array<Field, 4> start{{
      .max = max_deadline_s,
      .example = "30min",
      .help = "warm within this long from now, paced to end then"},
+    {.key = "deadline",
+     .cli = "deadline",
+     .kind = K::instant,
+     .dbus_type = "s",
+     .min = 1,
+     .max = max_deadline_s,
+     .example = "2026-12-08T12:00:00Z",
+     .help = "warm by this time (RFC 3339), paced to end then"},
 }};
 
 constexpr std::array<Field, 3> settings{{
@@ -154,6 +162,9 @@ std::string field_help(const Field& f) {
     case Field::Kind::duration:
         return std::string(f.help) + ", e.g. " + std::string(f.example) + ", at most " +
                format_duration(std::chrono::seconds(f.max));
+    case Field::Kind::instant:
+        return std::string(f.help) + ", e.g. " + std::string(f.example) + ", at most " +
+               format_duration(std::chrono::seconds(f.max)) + " from now";
     }
     return std::string(f.help);
 }
@@ -167,6 +178,20 @@ Result<FieldValue> check_value(const Field& f, const FieldValue& value) {
         if (std::find(f.choices.begin(), f.choices.end(), *word) == f.choices.end())
             return Error{-EINVAL, name + " is one of " + joined_words(f.choices, ", ")};
         return value;
+    }
+    if (f.kind == Field::Kind::instant) {
+        const auto* text = std::get_if<std::string>(&value);
+        if (!text)
+            return Error{-EDOM, name + " is a string"};
+        auto at = parse_rfc3339(*text);
+        if (!at)
+            return Error{-EINVAL, name + ": " + at.error().message};
+        const int64_t from_now = *at - now_unix();
+        if (from_now < static_cast<int64_t>(f.min) || from_now > static_cast<int64_t>(f.max))
+            return Error{-EINVAL, name + " is from " + std::to_string(f.min) + " s to " +
+                                      format_duration(std::chrono::seconds(f.max)) +
+                                      " from now, not " + rfc3339(*at)};
+        return FieldValue(static_cast<uint64_t>(*at));
     }
     const auto* n = std::get_if<uint64_t>(&value);
     if (!n)
@@ -183,6 +208,7 @@ Result<FieldValue> check_value(const Field& f, const FieldValue& value) {
 Result<FieldValue> parse_field_text(const Field& f, std::string_view text) {
     switch (f.kind) {
     case Field::Kind::choice:
+    case Field::Kind::instant:
         return check_value(f, std::string(text));
     case Field::Kind::count: {
         auto n = parse_count(text, f.min, f.max);

@@ -33,7 +33,9 @@ using FieldValue = std::variant<uint64_t, std::string>;
 // One setting or start option, for every front end: the file (config/config.cc
 // reads it through this), the API, D-Bus, prewarmctl and prefill's options.
 struct Field {
-    enum class Kind { count, rate, duration, choice }; // a duration: whole seconds
+    // A duration: whole seconds. An instant: an RFC 3339 time, from min to max
+    // seconds from now, taken as seconds since the epoch.
+    enum class Kind { count, rate, duration, instant, choice };
     std::string_view key;      // JSON and D-Bus dictionary key: "max_parallel"
     std::string_view property; // D-Bus property name, "" for none
     std::string_view cli;      // prewarmctl: "max-parallel" (set) or "queue-depth" (--option)
@@ -51,7 +53,7 @@ struct Field {
 // job does: zero, rewrite or read", "its own rate, ..., e.g. 50MiB/s or unlimited".
 std::string field_help(const Field& field);
 
-// The options of a start: mode, rate_bytes_per_s, queue_depth, within_s.
+// The options of a start: mode, rate_bytes_per_s, queue_depth, within_s, deadline.
 std::span<const Field> start_fields();
 // The settings that may change at run time: total_rate_bytes_per_s, max_parallel,
 // auto_prefill.
@@ -66,7 +68,8 @@ std::string field_keys(std::span<const Field> fields);
 // it is out of range, -EDOM "mode is a string" when of the wrong kind.
 Result<FieldValue> check_value(const Field& field, const FieldValue& value);
 // prewarmctl's words: "50MiB/s" and "unlimited" (rates), "8" (counts), "30min"
-// (durations, to whole seconds, rounded up), "blank".
+// (durations, to whole seconds, rounded up), "2026-12-08T12:00:00Z" (instants),
+// "blank".
 Result<FieldValue> parse_field_text(const Field& field, std::string_view text);
 
 } // namespace prewarmd

@@ -73,10 +73,6 @@ Classification not_examined() {
     return c;
 }
 
-int64_t now_unix() {
-    return static_cast<int64_t>(std::time(nullptr));
-}
-
 } // namespace
 
 Scheduler::Scheduler(Config& config, const StateDir& state, JobHost& host, Hooks hooks)
@@ -419,6 +415,8 @@ void StartRequest::set(const Field& field, const FieldValue& value) {
         queue_depth = static_cast<unsigned>(std::get<uint64_t>(value));
     else if (field.key == "within_s")
         within_s = std::get<uint64_t>(value);
+    else if (field.key == "deadline")
+        deadline_unix = static_cast<int64_t>(std::get<uint64_t>(value));
 }
 
 void SettingsChange::set(const Field& field, const FieldValue& value) {
@@ -813,7 +811,7 @@ void Scheduler::rebalance() {
     // Jobs with a deadline first: each the rate its bytes left need, within its own
     // rate or the total; the others share what is left of the total.
     uint64_t sharing = 0, paced = 0;
-    const int64_t now = now_unix();
+    const double now = wall_seconds();
     for (const auto& [id, e] : m_entries) {
         if (!e->job)
             continue;
@@ -915,9 +913,20 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
             !over.empty())
             return refuse(Refusal::over_budget,
                           "queue_depth " + std::to_string(*request.queue_depth) + ": " + over);
+    // Both given: the sooner. Judged by the time asked for, before its rounding.
+    std::optional<Deadline> deadline;
+    uint64_t within_s = 0;
     if (request.within_s) {
+        deadline = deadline_within(*request.within_s, e->disk.size_bytes);
+        within_s = *request.within_s;
+    }
+    if (request.deadline_unix && (!deadline || *request.deadline_unix < deadline->at_unix)) {
+        deadline = Deadline{now_unix(), *request.deadline_unix, e->disk.size_bytes};
+        within_s = static_cast<uint64_t>(std::max<int64_t>(1, deadline->at_unix - now_unix()));
+    }
+    if (deadline) {
         const auto own = request.rate_bytes_per_s ? request.rate_bytes_per_s : override_rate(*e);
-        if (auto fits = check_deadline(e->disk.size_bytes, *request.within_s,
+        if (auto fits = check_deadline(e->disk.size_bytes, within_s,
                                        own ? *own : m_config.total_rate_bytes_per_s,
                                        own ? "its own rate" : "the total rate");
             !fits)
@@ -926,11 +935,7 @@ Result<void> Scheduler::start(const std::string& identity, const StartRequest& r
     e->requested = true;
     e->deadline.reset();
     e->pace = {};
-    if (request.within_s) {
-        const int64_t now = now_unix();
-        e->deadline = Deadline{now, now + static_cast<int64_t>(*request.within_s),
-                               e->disk.size_bytes};
-    }
+    e->deadline = deadline;
     if (request.mode)
         e->asked.mode = request.mode;
     if (request.rate_bytes_per_s)

@@ -21,7 +21,7 @@
 #include "base/clock.hh"
 #include "config/config.hh"
 #include "control/schema.hh"
-#include "scheduler/deadline.hh"
+#include "engine/deadline.hh"
 #include "scheduler/disk_state.hh"
 #include "scheduler/job_host.hh"
 #include "state/state_dir.hh"
@@ -71,6 +71,7 @@ struct StartRequest {
     std::optional<uint64_t> rate_bytes_per_s; // its own rate, outside the shared budget
     std::optional<unsigned> queue_depth;
     std::optional<uint64_t> within_s; // warm within this long from now: a deadline
+    std::optional<int64_t> deadline_unix; // or by then (both: the sooner)
 
     // A value checked against its field (check_value).
     void set(const Field& field, const FieldValue& value);
@@ -153,7 +154,7 @@ public:
     // configured); `reference` stands for total_rate when that is unlimited; `why`
     // is what the disks' views say of it ("" at full rate).
     void set_pressure(double factor, uint64_t reference_bytes_per_s, std::string why);
-    // Every second: the jobs with a deadline paced again (scheduler/deadline.hh).
+    // Every second: the jobs with a deadline paced again (engine/deadline.hh).
     void pace_deadlines();
     void set_max_parallel(unsigned max_parallel);
     void set_auto_prefill(AutoPrefill policy);

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "control/refusal.hh"
-#include "scheduler/deadline.hh"
+#include "engine/deadline.hh"
 
 using namespace prewarmd;
 
@@ -13,7 +13,8 @@ TEST_CASE("a deadline's pace: the bytes left over the time left, within the cap"
     const Deadline d{1000, 1000 + 100, 1000 * MiB}; // 1000 MiB in 100 s: 10 MiB/s
     auto p = pace_deadline(d, 0, 1000, 0);
     CHECK(p.needed_bytes_per_s == 10 * MiB);
-    CHECK(p.rate_bytes_per_s == 10 * MiB);
+    // Aimed 5% of the span early: the bytes over 95 s.
+    CHECK(p.rate_bytes_per_s == (1000 * MiB + 94) / 95);
     CHECK(p.on_track);
     CHECK(p.can_meet);
     CHECK(p.margin_s == doctest::Approx(0));
@@ -37,6 +38,12 @@ TEST_CASE("a deadline's pace: the bytes left over the time left, within the cap"
     CHECK(p.rate_bytes_per_s == 15 * MiB);
     CHECK_FALSE(p.can_meet);
     CHECK_FALSE(p.on_track);
+    // Within the headroom and a second of the deadline: the bytes over the time left.
+    p = pace_deadline(d, 960 * MiB, 1096, 0);
+    CHECK(p.rate_bytes_per_s == 10 * MiB);
+    // A span of an hour aims a minute early, not 3 minutes.
+    const Deadline hour{0, 3600, 3540 * MiB};
+    CHECK(pace_deadline(hour, 0, 0, 0).rate_bytes_per_s == 3540 * MiB / 3540);
     // Past the deadline with bytes left: flat out within the cap.
     p = pace_deadline(d, 900 * MiB, 1101, 15 * MiB);
     CHECK(p.rate_bytes_per_s == 15 * MiB);

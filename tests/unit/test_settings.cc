@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "base/units.hh"
 #include "config/config.hh"
 #include "control/schema.hh"
 #include "source_file.hh"
@@ -69,6 +70,10 @@ void same_as_fields(const std::string& spec, const std::string& schema_name,
     for (const auto& f : fields) {
         CAPTURE(f.key);
         const auto p = block(props, std::string(f.key), 8);
+        if (f.kind == Field::Kind::instant) {
+            CHECK(p.find("format: date-time") != std::string::npos);
+            continue;
+        }
         if (f.kind == Field::Kind::choice) {
             std::string words;
             for (const auto& c : f.choices)
@@ -111,6 +116,9 @@ TEST_CASE("the file reads each shared setting through its Field: one range, one 
                 CHECK(file_error(f, "\"" + std::string(f.example) + "\"") == "");
                 CHECK(file_error(f, "\"0s\"").find("expected a duration") != std::string::npos);
                 break;
+            case Field::Kind::instant:
+                FAIL("an instant is no setting of the file: it is never the same time twice");
+                break;
             case Field::Kind::choice:
                 for (const auto& c : f.choices)
                     CHECK(file_error(f, "\"" + std::string(c) + "\"") == "");
@@ -150,6 +158,37 @@ TEST_CASE("an option's help comes from its Field: its words, range or example") 
           "its own rate, outside the shared one, e.g. 50MiB/s or unlimited");
     CHECK(field_help(*field_by_key(start_fields(), "within_s")) ==
           "warm within this long from now, paced to end then, e.g. 30min, at most 168:00:00");
+}
+
+TEST_CASE("a deadline as a time: RFC 3339, from a second to a week from now") {
+    const auto& at = *field_by_cli(start_fields(), "deadline");
+    CHECK(at.key == "deadline");
+    const int64_t now = now_unix();
+    const auto in_hour = rfc3339(now + 3600);
+    auto taken = check_value(at, in_hour);
+    REQUIRE(taken.ok());
+    CHECK(std::get<uint64_t>(*taken) == static_cast<uint64_t>(now + 3600));
+    CHECK(std::get<uint64_t>(*parse_field_text(at, in_hour)) == static_cast<uint64_t>(now + 3600));
+    CHECK(check_value(at, rfc3339(now - 10)).error().message.find("is from 1 s to") !=
+          std::string::npos); // passed
+    CHECK_FALSE(check_value(at, rfc3339(now + 8 * 24 * 3600)).ok());
+    CHECK(check_value(at, uint64_t{1}).error().message == "deadline is a string");
+    CHECK(check_value(at, std::string("tomorrow")).error().message.find("RFC 3339") !=
+          std::string::npos);
+}
+
+TEST_CASE("RFC 3339 times: Z or an offset, a fraction dropped") {
+    CHECK(*parse_rfc3339("1970-01-01T00:00:00Z") == 0);
+    CHECK(*parse_rfc3339("2026-12-08T12:00:00Z") == 1796731200);
+    CHECK(*parse_rfc3339("2026-12-08t12:00:00.75z") == 1796731200);
+    CHECK(*parse_rfc3339("2026-12-08T13:30:00+01:30") == 1796731200);
+    CHECK(*parse_rfc3339("2026-12-08T10:00:00-02:00") == 1796731200);
+    CHECK(rfc3339(*parse_rfc3339("2028-02-29T23:59:59Z")) == "2028-02-29T23:59:59Z");
+    for (const char* bad :
+         {"", "2026-12-08", "2026-12-08T12:00:00", "2026-12-08 12:00:00Z", "2026-13-08T12:00:00Z",
+          "2026-02-30T12:00:00Z", "2026-12-08T24:00:00Z", "2026-12-08T12:00:00+0100",
+          "2026-12-08T12:00:00.Z", "2026-12-08T12:00:00Zjunk"})
+        CHECK_MESSAGE(!parse_rfc3339(bad).ok(), bad);
 }
 
 TEST_CASE("a deadline's words: a duration to whole seconds, rounded up, up to a week") {

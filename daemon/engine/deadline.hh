@@ -20,7 +20,9 @@ struct Deadline {
 };
 
 struct DeadlinePace {
-    uint64_t rate_bytes_per_s = 0;   // what the job is given; 0: unlimited
+    // What the job is given: the need, aimed 5% of the span early (a second to a
+    // minute), within the cap; 0: unlimited.
+    uint64_t rate_bytes_per_s = 0;
     uint64_t needed_bytes_per_s = 0; // what the bytes left need in the time left
     // Ahead of the plan (a straight line from the start to the deadline), in
     // seconds of it: negative when behind.
@@ -29,9 +31,14 @@ struct DeadlinePace {
     bool can_meet = true; // the need within the cap, and time left
 };
 
-// The deadline's pace at `now_unix`, `done_bytes` of it done; `cap` 0: unlimited.
-DeadlinePace pace_deadline(const Deadline& deadline, uint64_t done_bytes, int64_t now_unix,
+// The deadline's pace at `now_s` (seconds since the epoch, with their fraction:
+// whole ones would let a short deadline slip by up to one), `done_bytes` of it
+// done; `cap` 0: unlimited.
+DeadlinePace pace_deadline(const Deadline& deadline, uint64_t done_bytes, double now_s,
                            uint64_t cap_bytes_per_s);
+// A deadline `within_s` from now, of `total_bytes`: its end rounded up to a whole
+// second, never sooner than asked.
+Deadline deadline_within(uint64_t within_s, uint64_t total_bytes);
 
 // Refused at the start: a whole disk of `total_bytes` within `within_s` needs more
 // than `cap_bytes_per_s` (0: unlimited, never refused). The message names the rate
