@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <thread>
-#include <type_traits>
 
+#include "base/overloaded.hh"
 #include "base/range_set.hh"
 #include "base/units.hh"
 #include "engine/checkpoint.hh"
@@ -13,7 +13,10 @@
 namespace prewarmd {
 
 std::string_view kind_name(const JobKind& kind) {
-    return std::holds_alternative<FilesystemJob>(kind) ? "filesystem" : "block";
+    return std::visit(
+        Overloaded{[](const BlockJob&) { return std::string_view("block"); },
+                   [](const FilesystemJob&) { return std::string_view("filesystem"); }},
+        kind);
 }
 
 const FilesystemTarget* filesystem_of(const JobKind& kind) {
@@ -30,15 +33,11 @@ Result<void> same_disk(const DiskInfo& disk, const Device& device) {
 }
 
 Result<std::unique_ptr<JobWork>> open_work(const JobSpec& spec, const EventSink& events) {
-    return std::visit(
-        [&](const auto& kind) -> Result<std::unique_ptr<JobWork>> {
-            using K = std::decay_t<decltype(kind)>;
-            if constexpr (std::is_same_v<K, FilesystemJob>)
-                return open_filesystem_work(spec, kind, events);
-            else
-                return open_block_work(spec, events);
-        },
-        spec.kind);
+    return std::visit(Overloaded{[&](const BlockJob&) { return open_block_work(spec, events); },
+                                 [&](const FilesystemJob& kind) {
+                                     return open_filesystem_work(spec, kind, events);
+                                 }},
+                      spec.kind);
 }
 
 Result<std::unique_ptr<JobRunner>> JobRunner::open(const JobSpec& spec, EventSink events) {
