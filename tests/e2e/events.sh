@@ -14,7 +14,7 @@ command -v openssl >/dev/null || cannot_run "no openssl (package openssl)"
 sim_up --disk a=256MiB --disk b=256MiB --disk c=256MiB --disk d=256MiB
 api_config
 receiver=$PREWARMD_SRC/tests/tools/webhook_receiver.py
-port=$((20000 + RANDOM % 20000))
+port=$(test_port)
 [[ $port != "$API_PORT" ]] || port=$((port + 1))
 url=https://127.0.0.1:$port/hook
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \

@@ -274,8 +274,19 @@ disk_pattern() { echo "_mnt_$1-[0-9]+ \(loop[0-9]+\)"; }
 # Chooses the API of a daemon to start: a port of this test's own and a socket in its
 # directory; sets $API, $API_SOCKET and $API_CONFIG, the [api] section to append to the
 # configuration (never call it in "$(...)").
+# A TCP port for a listener of the test's own, drawn below the kernel's range of
+# ephemeral ports (ip_local_port_range): drawn inside it, a port was once held by
+# another test's outgoing connection, and prometheus could not bind it. Two below
+# the range's start, so that PORT + 1 is below it too.
+test_port() {
+    local low _
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+    ((low > 12000)) || low=32768
+    echo $((10000 + RANDOM % (low - 10002)))
+}
+
 api_config() {
-    API_PORT=$((20000 + RANDOM % 20000))
+    API_PORT=$(test_port)
     API=http://127.0.0.1:$API_PORT
     API_SOCKET=$TEST_DIR/api.sock
     API_CONFIG=$(printf '[api]\nlisten = ["127.0.0.1:%s"]\nsocket = "%s"\n' "$API_PORT" "$API_SOCKET")

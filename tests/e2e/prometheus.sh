@@ -19,7 +19,7 @@ wait_for_api
 id=$(curl -s "$API/v1/disks" | jq -r --arg n "$(basename "$(dev_of a)")" '.disks[] | select(.name == $n) | .id')
 [[ $id == loop-* ]] || fail "no loop disk listed: $(curl -s "$API/v1/disks")"
 
-prom_port=$((20000 + RANDOM % 20000))
+prom_port=$(test_port)
 [[ $prom_port != "$API_PORT" ]] || prom_port=$((prom_port + 1))
 prom=http://127.0.0.1:$prom_port
 cat >"$TEST_DIR/prometheus.yml" <<YAML
