@@ -301,30 +301,18 @@ void judge_zero_writes_by_reads(ColdProbe& probe, const std::vector<double>& aga
     probe.zero_over_never = r;
     probe.hole_reads = 0;
     probe.read_pairs = static_cast<unsigned>(std::min(again_s.size(), never_s.size()));
-    unsigned dearer = 0; // pairs where the zero write cost more than the read
-    for (size_t i = 0; i < probe.read_pairs; ++i) {
+    for (size_t i = 0; i < probe.read_pairs; ++i)
         probe.hole_reads += again_s[i] >= 1.5 * never_s[i];
-        dearer += again_s[i] > never_s[i];
-    }
     const std::string figures = "a zero write costs " + format_ratio(r, 2) +
                                 " a read of never-written space (1.5x or "
                                 "more in " +
                                 std::to_string(probe.hole_reads) + " of " +
-                                std::to_string(probe.read_pairs) + " places, more in " +
-                                std::to_string(dearer) + ")" + penalty;
-    // One round of 16: 1.3x by the median, and 1.5x or more at a quarter of the
-    // places at least (QEMU's qcow2 keeping zeros on the bed: 1.45x to 2.03x, 5 to
-    // 14 of 16 places; discarding: 0.51x to 0.73x, 0 or 1 of 16; 2026-12-06).
-    // Pooled over the rounds more (31 pairs or more): 1.05x by the median, and the
-    // zero write the dearer in 55% of the pairs at least. With the cores
-    // oversubscribed (2 to 4 hashing processes and a writer beside, 2026-12-08),
-    // reads of holes slow from 50 to 150-220 us and kept zeros fall to 1.08x-1.20x
-    // over 61 pairs, dearer in 37 to 58 of them; discarding disks stay at 0.52x to
-    // 0.82x, dearer in 2 of 16 at most; disks written full (warm) 0.79x to 0.95x,
-    // dearer in 26 of 61 at most.
+                                std::to_string(probe.read_pairs) + " places)" + penalty;
+    // 1.3x by the median, and 1.5x or more at a quarter of the places at least
+    // (QEMU's qcow2 keeping zeros on the bed: 1.45x to 2.03x, 5 to 14 of 16 places;
+    // discarding: 0.51x to 0.73x, 0 or 1 of 16; 2026-12-06, idle and with both cores busy).
     const bool some = 4 * probe.hole_reads >= probe.read_pairs;
-    const bool pooled = probe.read_pairs >= 31 && r >= 1.05 && 20 * dearer >= 11 * probe.read_pairs;
-    if ((r >= 1.3 && some) || pooled) {
+    if (r >= 1.3 && some) {
         probe.zero_writes = ZeroWrites::kept;
         probe.zero_writes_note = figures + ": zero writes reach storage";
     } else {
