@@ -10,6 +10,12 @@
 # - A filesystem job (ext4 and xfs, mounted, with files) on the unmap backend:
 #   at least 90% of the free space above the reserve is allocated after it, the
 #   files read back as they were, the filesystem checks clean, and it ends warm.
+# QEMU and the block jobs run at nice -10: the probe's zero-write test times a
+# zero write against a read of never-written space, and CPU-bound work beside
+# them (CI builds the Xen image meanwhile) slows both alike, to "not proven"
+# (1.24x, under 1.3x, failed CI twice). A VM's backend has its host's CPUs, not
+# the guest's; with 4 hashing processes and a writer beside, qcow2 keeping zeros
+# was proven in 10 of 12 probes at nice -10, 1 of 8 without (2026-12-08).
 source "$(dirname "$0")/lib.sh"
 require_devices
 for tool in qemu-storage-daemon qemu-img mkfs.ext4 mkfs.xfs e2fsck xfs_repair; do
@@ -20,14 +26,14 @@ prewarmd=$PREWARMD_BIN/prewarmd
 Q=$TEST_DIR/qemu
 on_cleanup "$qemudisk down --state $Q"
 
-"$qemudisk" up --state "$Q" --disk q64=1GiB --disk q2m=1GiB,cluster=2M --disk vhd=1GiB,format=vpc \
+nice -n -10 "$qemudisk" up --state "$Q" --disk q64=1GiB --disk q2m=1GiB,cluster=2M --disk vhd=1GiB,format=vpc \
     --disk raw=1GiB,format=raw --disk qon=1GiB,zeroes=on --disk qun=1GiB,zeroes=unmap \
     --disk ext4=1GiB,zeroes=unmap --disk xfs=1GiB,zeroes=unmap >"$TEST_DIR/devices"
 allocated() { "$qemudisk" allocated "$@" --state "$Q" | cut -d' ' -f1; }
 size=$((1 << 30))
 
 for name in q64 q2m vhd raw; do
-    run_status "$prewarmd" prefill "$(dev_of $name)" >"$TEST_DIR/$name.out" 2>&1
+    run_status nice -n -10 "$prewarmd" prefill "$(dev_of $name)" >"$TEST_DIR/$name.out" 2>&1
     if [[ $name == raw ]]; then
         [[ $status == 0 || $status == 8 ]] || fail "raw: exit status $status: $(cat "$TEST_DIR/raw.out")"
         pass "raw: exit status $status ($(tail -1 "$TEST_DIR/raw.out" | cut -c1-80))"
