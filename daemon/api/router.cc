@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <ctime>
 #include <optional>
 #include <variant>
 
@@ -209,7 +208,7 @@ json deadline_json(const DiskView& v) {
     if (!v.deadline)
         return nullptr;
     const auto& p = v.pace;
-    const int64_t left = v.deadline->at_unix - static_cast<int64_t>(std::time(nullptr));
+    const int64_t left = v.deadline->at_unix - now_unix();
     return {
         {"at", rfc3339(v.deadline->at_unix)},
         {"seconds_left", std::max<int64_t>(0, left)},
